@@ -1,0 +1,60 @@
+// Command stacktop samples the stacks of running Linux processes.
+//
+// Usage:
+//
+//	stacktop sframe [--rows|--json] FILE...   inspect .sframe sections
+//	stacktop dump -p PID [--tid TID] [--json] one-shot stacks of every thread
+//	stacktop record ...                       scripted sampling to profile files
+//	stacktop top ...                          live terminal UI
+//
+// Exit codes are documented per subcommand in the README; 64 is always a
+// usage error.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+// exitUsage is the sysexits EX_USAGE code every subcommand uses for bad flags.
+const exitUsage = 64
+
+type command struct {
+	name  string
+	brief string
+	run   func(args []string) int
+}
+
+// commands is filled by each subcommand's file in its init function, so
+// adding a subcommand touches only its own file.
+var commands []command
+
+func register(c command) { commands = append(commands, c) }
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: stacktop COMMAND [flags] [args]\n\ncommands:")
+	for _, c := range commands {
+		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.brief)
+	}
+	fmt.Fprintln(os.Stderr, "\nRun 'stacktop COMMAND -h' for a command's flags.")
+}
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+		os.Exit(exitUsage)
+	}
+	name := os.Args[1]
+	if name == "-h" || name == "--help" || name == "help" {
+		usage()
+		os.Exit(0)
+	}
+	for _, c := range commands {
+		if c.name == name {
+			os.Exit(c.run(os.Args[2:]))
+		}
+	}
+	fmt.Fprintf(os.Stderr, "stacktop: unknown command %q\n", name)
+	usage()
+	os.Exit(exitUsage)
+}
