@@ -1,7 +1,9 @@
 package sframe
 
-// Contract placeholders: the decoder replaces these bodies. The signatures
-// are what the inspector and the unwinder are written against.
+// The public entry points. The bodies live in decode.go (Parse and the
+// validation walk), lookup.go (Func, Rows, Lookup, FuncAt) and elf.go
+// (FromELF); this file keeps the signatures the inspector and the unwinder
+// are written against in one place.
 
 import (
 	"debug/elf"
@@ -13,6 +15,13 @@ import (
 // address outside the section's functions). It is not a format error: the
 // unwinder falls back to another method.
 var ErrNoFunc = errors.New("sframe: no function covers pc")
+
+// ErrNoRow is returned by Lookup when an FDE covers the PC but none of its
+// FREs does (the first FRE starts after the PC, a PCMASK offset beyond the
+// last FRE, or an FDE without FREs such as a V3 signal trampoline). It wraps
+// ErrNoFunc, so errors.Is(err, ErrNoFunc) holds for both: either way the
+// section has no row for the PC. FuncAt still finds the function.
+var ErrNoRow = fmt.Errorf("%w: no frame row entry covers pc", ErrNoFunc)
 
 // ErrNoSFrame is returned by FromELF when the file has neither a
 // PT_GNU_SFRAME segment nor a .sframe section.
@@ -34,19 +43,44 @@ type Section struct {
 	hdr   Header
 	data  []byte
 	vaddr uint64
+	layout
 }
 
 // Parse validates data as an .sframe section loaded at virtual address vaddr.
-func Parse(data []byte, vaddr uint64) (*Section, error) { panic("TODO") }
+// Every FDE and every FRE is checked once here, so later calls cannot meet
+// corrupt bytes. data is retained, not copied: the caller must not modify it.
+func Parse(data []byte, vaddr uint64) (*Section, error) { return parse(data, vaddr) }
 
 // FromELF finds the section through PT_GNU_SFRAME, falling back to the
 // .sframe section header, and parses it.
-func FromELF(f *elf.File) (*Section, error) { panic("TODO") }
+func FromELF(f *elf.File) (*Section, error) { return fromELF(f) }
 
-func (s *Section) Header() Header                 { return s.hdr }
-func (s *Section) Vaddr() uint64                  { return s.vaddr }
-func (s *Section) NumFuncs() int                  { panic("TODO") }
-func (s *Section) Func(i int) (Func, error)       { panic("TODO") }
-func (s *Section) Rows(f Func) ([]Row, error)     { panic("TODO") }
-func (s *Section) Lookup(pc uint64) (Row, error)  { panic("TODO") }
-func (s *Section) FuncAt(pc uint64) (Func, error) { panic("TODO") }
+// Header returns the decoded section header.
+func (s *Section) Header() Header { return s.hdr }
+
+// Vaddr returns the virtual address the section was parsed at.
+func (s *Section) Vaddr() uint64 { return s.vaddr }
+
+// NumFuncs returns the number of FDEs.
+func (s *Section) NumFuncs() int { return int(s.hdr.NumFDEs) }
+
+// Func decodes FDE i (in table order, the "func idx" readelf prints).
+func (s *Section) Func(i int) (Func, error) { return s.funcAt(i) }
+
+// Rows decodes all FREs of f into normalised rows, in table order.
+func (s *Section) Rows(f Func) ([]Row, error) { return s.rows(f) }
+
+// Lookup returns the row that applies at pc (an address in the ELF's virtual
+// address space). ErrNoFunc when no FDE covers pc, ErrNoRow when one does but
+// has no row for it. It allocates nothing.
+func (s *Section) Lookup(pc uint64) (Row, error) { return s.lookup(pc) }
+
+// FuncAt returns the FDE whose range [Start, Start+Size) holds pc, or
+// ErrNoFunc.
+func (s *Section) FuncAt(pc uint64) (Func, error) {
+	i, ok := s.find(pc)
+	if !ok {
+		return Func{}, ErrNoFunc
+	}
+	return s.funcAt(i)
+}
