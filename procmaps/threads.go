@@ -1,0 +1,222 @@
+package procmaps
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+)
+
+// Threads lists the thread IDs of a process from /proc/PID/task, ascending.
+// Threads come and go while a sampler runs: a TID in the list may be gone by
+// the time it is read (fs.ErrNotExist or ESRCH from later calls).
+func Threads(pid int) ([]int, error) {
+	ents, err := os.ReadDir(procPath(pid, "task"))
+	if err != nil {
+		return nil, fmt.Errorf("procmaps: %w", err)
+	}
+	tids := make([]int, 0, len(ents))
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil || tid <= 0 {
+			continue
+		}
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	return tids, nil
+}
+
+// Stat is the subset of /proc/PID/task/TID/stat (proc(5)) a sampler needs.
+type Stat struct {
+	PID        int    // field 1: the thread ID when read from task/TID/stat
+	Comm       string // field 2, without the parentheses; may hold spaces and ')'
+	State      byte   // field 3: R, S, D, T, t, Z, X, I, ...
+	PPID       int    // field 4
+	UTime      uint64 // field 14: user CPU time, clock ticks
+	STime      uint64 // field 15: system CPU time, clock ticks
+	NumThreads int64  // field 20
+	StartTime  uint64 // field 22: start time after boot, clock ticks
+	Processor  int    // field 39: CPU last run on; -1 if the line is too short
+}
+
+// StatError reports a malformed stat line: the 1-based field number (as in
+// proc(5)) and the byte offset where parsing failed.
+type StatError struct {
+	Field int
+	Off   int
+	Msg   string
+}
+
+func (e *StatError) Error() string {
+	return fmt.Sprintf("procmaps: stat field %d at offset %d: %s", e.Field, e.Off, e.Msg)
+}
+
+// ParseStat parses the contents of a /proc/PID/stat or /proc/PID/task/TID/stat
+// file. The comm field is delimited by the first '(' and the LAST ')', since
+// a thread can name itself "a) (b" and only the fields after comm are
+// guaranteed free of parentheses.
+func ParseStat(b []byte) (Stat, error) {
+	var s Stat
+	s.Processor = -1
+	b = bytes.TrimRight(b, "\n")
+	open := bytes.IndexByte(b, '(')
+	if open < 0 {
+		return s, &StatError{Field: 2, Off: 0, Msg: "missing '(' before comm"}
+	}
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < open {
+		return s, &StatError{Field: 2, Off: open, Msg: "missing ')' after comm"}
+	}
+	pidField := bytes.TrimRight(b[:open], " ")
+	pid, err := strconv.Atoi(string(pidField))
+	if err != nil || pid < 0 || len(pidField) == 0 || pidField[0] == '+' || pidField[0] == '-' {
+		return s, &StatError{Field: 1, Off: 0, Msg: fmt.Sprintf("bad pid %q", pidField)}
+	}
+	s.PID = pid
+	s.Comm = string(b[open+1 : closing])
+
+	// Fields 3.. are single-space separated after ") ".
+	rest := b[closing+1:]
+	off := closing + 1
+	if len(rest) < 2 || rest[0] != ' ' {
+		return s, &StatError{Field: 3, Off: off, Msg: "missing fields after comm"}
+	}
+	rest, off = rest[1:], off+1
+	fields := bytes.Split(rest, []byte{' '})
+	offs := make([]int, len(fields))
+	for i, o := 0, off; i < len(fields); i++ {
+		offs[i] = o
+		o += len(fields[i]) + 1
+	}
+	// fields[i] is proc(5) field number i+3.
+	field := func(n int) ([]byte, int) { return fields[n-3], offs[n-3] }
+	const minFields = 22 // up to starttime
+	if len(fields)+2 < minFields {
+		return s, &StatError{Field: len(fields) + 3, Off: len(b), Msg: fmt.Sprintf("only %d fields, want at least %d", len(fields)+2, minFields)}
+	}
+	st, o := field(3)
+	if len(st) != 1 || st[0] < 'A' || st[0] > 'z' {
+		return s, &StatError{Field: 3, Off: o, Msg: fmt.Sprintf("bad state %q", st)}
+	}
+	s.State = st[0]
+	num := func(n int, signed bool) (int64, uint64, error) {
+		f, o := field(n)
+		if signed {
+			v, err := strconv.ParseInt(string(f), 10, 64)
+			if err != nil || len(f) == 0 || f[0] == '+' {
+				return 0, 0, &StatError{Field: n, Off: o, Msg: fmt.Sprintf("bad number %q", f)}
+			}
+			return v, 0, nil
+		}
+		v, err := strconv.ParseUint(string(f), 10, 64)
+		if err != nil || len(f) == 0 || f[0] == '+' {
+			return 0, 0, &StatError{Field: n, Off: o, Msg: fmt.Sprintf("bad number %q", f)}
+		}
+		return 0, v, nil
+	}
+	ppid, _, err := num(4, true)
+	if err != nil {
+		return s, err
+	}
+	s.PPID = int(ppid)
+	if _, s.UTime, err = num(14, false); err != nil {
+		return s, err
+	}
+	if _, s.STime, err = num(15, false); err != nil {
+		return s, err
+	}
+	if s.NumThreads, _, err = num(20, true); err != nil {
+		return s, err
+	}
+	if _, s.StartTime, err = num(22, false); err != nil {
+		return s, err
+	}
+	if len(fields)+2 >= 39 {
+		p, _, err := num(39, true)
+		if err != nil {
+			return s, err
+		}
+		s.Processor = int(p)
+	}
+	return s, nil
+}
+
+// Schedstat is /proc/PID/task/TID/schedstat: time on CPU and waiting, in
+// nanoseconds, and the number of timeslices run. It is finer than the tick
+// counts of stat: a thread that ran for 100µs between two samples shows in
+// RunNS and Timeslices but maybe not in UTime+STime.
+type Schedstat struct {
+	RunNS      uint64
+	WaitNS     uint64
+	Timeslices uint64
+}
+
+// ParseSchedstat parses "run_ns wait_ns timeslices\n".
+func ParseSchedstat(b []byte) (Schedstat, error) {
+	var s Schedstat
+	f := bytes.Fields(b)
+	if len(f) != 3 {
+		return s, &StatError{Field: len(f) + 1, Off: len(b), Msg: fmt.Sprintf("schedstat has %d fields, want 3", len(f))}
+	}
+	dst := [3]*uint64{&s.RunNS, &s.WaitNS, &s.Timeslices}
+	off := 0
+	for i := range f {
+		off = bytes.Index(b[off:], f[i]) + off
+		v, err := strconv.ParseUint(string(f[i]), 10, 64)
+		if err != nil || f[i][0] == '+' {
+			return s, &StatError{Field: i + 1, Off: off, Msg: fmt.Sprintf("bad schedstat number %q", f[i])}
+		}
+		*dst[i] = v
+		off += len(f[i])
+	}
+	return s, nil
+}
+
+// ThreadInfo is one reading of a thread: its name, state and the CPU time it
+// has used, both as clock ticks (stat) and nanoseconds (schedstat).
+type ThreadInfo struct {
+	TID   int
+	Name  string // comm (at most 15 bytes; set by prctl(PR_SET_NAME) or pthread_setname_np)
+	State byte
+	// UTime and STime are clock ticks (sysconf(_SC_CLK_TCK), usually 100/s).
+	UTime, STime uint64
+	// Sched is valid when HasSched; kernels without CONFIG_SCHED_INFO lack
+	// the file.
+	Sched    Schedstat
+	HasSched bool
+}
+
+// CPUTicks is UTime + STime.
+func (t ThreadInfo) CPUTicks() uint64 { return t.UTime + t.STime }
+
+// RanSince reports whether the thread used CPU since an earlier reading of
+// the same thread: the schedstat counters when both readings have them, else
+// the tick counts (which miss runs shorter than a tick).
+func (t ThreadInfo) RanSince(prev ThreadInfo) bool {
+	if t.HasSched && prev.HasSched {
+		return t.Sched.RunNS != prev.Sched.RunNS || t.Sched.Timeslices != prev.Sched.Timeslices
+	}
+	return t.CPUTicks() != prev.CPUTicks()
+}
+
+// ReadThreadInfo reads /proc/PID/task/TID/stat and schedstat.
+func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
+	dir := "task/" + strconv.Itoa(tid) + "/"
+	b, err := os.ReadFile(procPath(pid, dir+"stat"))
+	if err != nil {
+		return ThreadInfo{}, fmt.Errorf("procmaps: %w", err)
+	}
+	st, err := ParseStat(b)
+	if err != nil {
+		return ThreadInfo{}, fmt.Errorf("pid %d tid %d: %w", pid, tid, err)
+	}
+	ti := ThreadInfo{TID: tid, Name: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime}
+	if b, err := os.ReadFile(procPath(pid, dir+"schedstat")); err == nil {
+		if ss, err := ParseSchedstat(b); err == nil {
+			ti.Sched, ti.HasSched = ss, true
+		}
+	}
+	return ti, nil
+}

@@ -1,0 +1,276 @@
+package procmaps
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// statLine builds a 52-field stat line with the given comm and state and
+// utime/stime 7/3.
+func statLine(pid, comm, state string) string {
+	f := []string{pid, "(" + comm + ")", state, "1", "2", "3", "0", "-1", "4194560", "100", "0", "0", "0",
+		"7", "3", "0", "0", "20", "0", "5", "0", "123456", "1000", "200", "18446744073709551615"}
+	for len(f) < 52 {
+		f = append(f, "0")
+	}
+	f[38] = "1" // processor
+	return strings.Join(f, " ") + "\n"
+}
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name, line string
+		comm       string
+		state      byte
+	}{
+		{"plain", statLine("42", "sleep", "S"), "sleep", 'S'},
+		{"spaces", statLine("42", "Web Content", "R"), "Web Content", 'R'},
+		{"paren inside", statLine("42", "a) (b", "D"), "a) (b", 'D'},
+		{"fake fields inside", statLine("42", ") R 1 2 3 (", "t"), ") R 1 2 3 (", 't'},
+		{"empty comm", statLine("42", "", "Z"), "", 'Z'},
+		{"trailing paren", statLine("42", "x)", "T"), "x)", 'T'},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := ParseStat([]byte(tt.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := Stat{PID: 42, Comm: tt.comm, State: tt.state, PPID: 1, UTime: 7, STime: 3, NumThreads: 5, StartTime: 123456, Processor: 1}
+			if s != want {
+				t.Errorf("got  %+v\nwant %+v", s, want)
+			}
+		})
+	}
+	short := "42 (x) S 1 2 3 0 -1 4194560 100 0 0 0 7 3 0 0 20 0 5 0 123456\n"
+	s, err := ParseStat([]byte(short))
+	if err != nil || s.Processor != -1 || s.StartTime != 123456 {
+		t.Errorf("22-field line: %+v, %v", s, err)
+	}
+}
+
+func TestParseStatErrors(t *testing.T) {
+	good := statLine("42", "x", "S")
+	tests := []struct {
+		name, line string
+		field      int
+	}{
+		{"no paren", "42 x S 1", 2},
+		{"no close", "42 (x S 1 2 3", 2},
+		{"bad pid", "4x2 (x) S" + good[8:], 1},
+		{"signed pid", "+42 (x) S" + good[8:], 1},
+		{"nothing after comm", "42 (x)", 3},
+		{"too few", "42 (x) S 1 2 3", 7}, // the first missing field
+		{"bad state", strings.Replace(good, ") S ", ") SS ", 1), 3},
+		{"bad utime", strings.Replace(good, " 7 3 ", " 7x 3 ", 1), 14},
+		{"negative stime", strings.Replace(good, " 7 3 ", " 7 -3 ", 1), 15},
+		{"double space", strings.Replace(good, " 7 3 ", " 7  3 ", 1), 15},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseStat([]byte(tt.line))
+			var se *StatError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want *StatError", err)
+			}
+			if se.Field != tt.field {
+				t.Errorf("got %v, want field %d", se, tt.field)
+			}
+		})
+	}
+}
+
+func TestParseSchedstat(t *testing.T) {
+	s, err := ParseSchedstat([]byte("123456789 42 17\n"))
+	if err != nil || s != (Schedstat{RunNS: 123456789, WaitNS: 42, Timeslices: 17}) {
+		t.Errorf("got %+v, %v", s, err)
+	}
+	for _, bad := range []string{"", "1 2", "1 2 3 4", "1 x 3", "1 2 -3", "+1 2 3"} {
+		if _, err := ParseSchedstat([]byte(bad)); err == nil {
+			t.Errorf("ParseSchedstat(%q) succeeded", bad)
+		}
+	}
+}
+
+func FuzzParseStat(f *testing.F) {
+	f.Add([]byte(statLine("42", "a) (b", "S")))
+	f.Add([]byte("1 (x) S 1 2 3"))
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := ParseStat(b)
+		if err != nil {
+			var se *StatError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is not a *StatError", err)
+			}
+			return
+		}
+		if s.PID < 0 || len(s.Comm) > len(b) {
+			t.Fatalf("implausible %+v", s)
+		}
+	})
+}
+
+func FuzzParseSchedstat(f *testing.F) {
+	f.Add([]byte("123456789 42 17\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := ParseSchedstat(b); err != nil {
+			var se *StatError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is not a *StatError", err)
+			}
+		}
+	})
+}
+
+// lockedThread runs fn on a goroutine locked to its own OS thread and
+// returns the thread's TID; closing the returned channel ends it.
+func lockedThread(t *testing.T, fn func(stop <-chan struct{})) int {
+	t.Helper()
+	tidc := make(chan int)
+	stop := make(chan struct{})
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		tidc <- unix.Gettid()
+		fn(stop)
+	}()
+	t.Cleanup(func() { close(stop) })
+	return <-tidc
+}
+
+func TestThreadsSelf(t *testing.T) {
+	pid := os.Getpid()
+	named := lockedThread(t, func(stop <-chan struct{}) {
+		// prctl names only the calling thread.
+		name := []byte("a) (b c)\x00")
+		unix.Syscall(unix.SYS_PRCTL, unix.PR_SET_NAME, uintptr(unsafePointer(&name[0])), 0)
+		<-stop
+	})
+	busy := lockedThread(t, func(stop <-chan struct{}) {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	})
+	tids, err := Threads(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(tids, pid) || !slices.Contains(tids, busy) || !slices.Contains(tids, named) {
+		t.Fatalf("Threads(%d) = %v, missing %d, %d or %d", pid, tids, pid, busy, named)
+	}
+	if !slices.IsSorted(tids) {
+		t.Errorf("not sorted: %v", tids)
+	}
+
+	// The name is set asynchronously by the thread; wait for it.
+	var ti ThreadInfo
+	for i := 0; i < 100; i++ {
+		if ti, err = ReadThreadInfo(pid, named); err != nil || ti.Name == "a) (b c)" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil || ti.Name != "a) (b c)" || ti.TID != named {
+		t.Errorf("named thread: %+v, %v", ti, err)
+	}
+
+	before, err := ReadThreadInfo(pid, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var after ThreadInfo
+	for i := 0; i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		if after, err = ReadThreadInfo(pid, busy); err != nil {
+			t.Fatal(err)
+		}
+		if after.CPUTicks() > before.CPUTicks() {
+			break
+		}
+	}
+	if !after.RanSince(before) || after.CPUTicks() <= before.CPUTicks() {
+		t.Errorf("busy thread did not run: before %+v after %+v", before, after)
+	}
+	if after.HasSched && after.Sched.RunNS <= before.Sched.RunNS {
+		t.Errorf("schedstat run time did not grow: %d -> %d", before.Sched.RunNS, after.Sched.RunNS)
+	}
+	if after.State != 'R' {
+		t.Logf("busy thread state %c (preempted at the moment of reading)", after.State)
+	}
+}
+
+func TestThreadStates(t *testing.T) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no sleep binary:", err)
+	}
+	pid := cmd.Process.Pid
+	defer cmd.Process.Kill()
+
+	state := func() ThreadInfo {
+		t.Helper()
+		ti, err := ReadThreadInfo(pid, pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ti
+	}
+	waitState := func(want byte) ThreadInfo {
+		t.Helper()
+		var ti ThreadInfo
+		for i := 0; i < 200; i++ {
+			if ti = state(); ti.State == want {
+				return ti
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("state %c, want %c", ti.State, want)
+		return ti
+	}
+	s := waitState('S')
+	if s.Name != "sleep" {
+		t.Errorf("name %q", s.Name)
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	stopped := waitState('T')
+	time.Sleep(50 * time.Millisecond)
+	if again := state(); again.RanSince(stopped) {
+		t.Errorf("stopped thread ran: %+v -> %+v", stopped, again)
+	}
+	cmd.Process.Kill()
+	waitState('Z') // killed, not yet reaped
+	cmd.Wait()
+	if _, err := ReadThreadInfo(pid, pid); err == nil {
+		t.Error("reaped process still readable")
+	}
+}
+
+func TestCmdline(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := Cmdline(os.Getpid()); !strings.HasPrefix(got, os.Args[0]) || !strings.Contains(exe, "procmaps") {
+		t.Errorf("Cmdline(self) = %q, want it to start with %q", got, os.Args[0])
+	}
+	if got := Cmdline(-1); got != "" {
+		t.Errorf("Cmdline(-1) = %q", got)
+	}
+}
