@@ -5,6 +5,7 @@ package unwind
 // written against it.
 
 import (
+	"encoding/binary"
 	"io"
 
 	"stacktop/regs"
@@ -59,6 +60,28 @@ type Module struct {
 	SFrame     *sframe.Section // nil when the object has no .sframe
 	Path       string
 	IsVDSO     bool
+	// Rows, when non-nil, is used instead of SFrame: a cache of decoded
+	// rows, or a test fake. Like SFrame it is keyed by ELF virtual address
+	// (runtime PC minus Bias).
+	Rows RowFinder
+}
+
+// RowFinder is what the walker needs of an unwind table: the row that
+// applies at an ELF virtual address. *sframe.Section satisfies it. Lookup
+// returns an error wrapping sframe.ErrNoFunc when nothing covers the
+// address; any other error is a corrupt table.
+type RowFinder interface {
+	Lookup(pc uint64) (sframe.Row, error)
+}
+
+// Stepper is an unwinding method other than SFrame, tried for a frame no
+// SFrame row covers. The s390x back chain plugs in here. Step returns the
+// caller's registers (at least PC and SP; FP when known) or ErrOutermost;
+// the walker applies its own SP guards to the result. order is the target's
+// byte order for reading words from mem.
+type Stepper interface {
+	Step(cur *regs.Set, topmost bool, mem Memory, order binary.ByteOrder) (regs.Set, error)
+	Method() Method
 }
 
 // Modules finds the module whose executable range holds an address. A PC
@@ -82,8 +105,20 @@ type Options struct {
 	MaxDepth int // 0 means DefaultMaxDepth
 	Stack    StackBounds
 	// NoFramePointer disables the frame-pointer fallback (for tests that
-	// must prove a path is SFrame-only).
+	// must prove a path is SFrame-only). It disables Fallback too.
 	NoFramePointer bool
+	// PACMask is cleared from aarch64 return addresses that carry a
+	// pointer-authentication code (SFrame MangledRA rows, and every
+	// frame-pointer step on arm64): the insn_mask of NT_ARM_PAC_MASK.
+	// 0 strips nothing.
+	PACMask uint64
+	// ByteOrder of the target's memory; nil means the arch's Linux default
+	// (little-endian amd64 and arm64, big-endian s390x). Set it for
+	// aarch64 big-endian (SFrame ABI 1).
+	ByteOrder binary.ByteOrder
+	// Fallback, when non-nil, replaces the built-in frame-pointer fallback
+	// (s390x has none: without a Fallback its walk stops where SFrame does).
+	Fallback Stepper
 }
 
 const DefaultMaxDepth = 256
@@ -95,6 +130,10 @@ type Stack struct {
 	Frames   []Frame
 	Complete bool
 	Err      error
+	// LookupErr is the first unwind-table error (a corrupt .sframe, not a
+	// PC without a row) met during the walk; those steps fell back to frame
+	// pointers, so the walk may still be Complete.
+	LookupErr error
 }
 
 // Arch is re-exported for callers that only import unwind.
