@@ -1,0 +1,121 @@
+package export
+
+import (
+	"io"
+	"strconv"
+
+	pprof "github.com/google/pprof/profile"
+
+	"stacktop/profile"
+)
+
+// WritePprof writes a gzipped pprof protobuf. Each distinct (thread, stack)
+// becomes one pprof sample labelled with the thread id and name; frames
+// inlined into the same PC share one Location with several Lines, innermost
+// first, as pprof expects.
+func WritePprof(w io.Writer, p *profile.Profile) error {
+	return BuildPprof(p).Write(w)
+}
+
+// BuildPprof converts a profile to pprof's in-memory form.
+func BuildPprof(p *profile.Profile) *pprof.Profile {
+	period := p.Period.Nanoseconds()
+	out := &pprof.Profile{
+		SampleType: []*pprof.ValueType{
+			{Type: "samples", Unit: "count"},
+			{Type: "cpu", Unit: "nanoseconds"},
+		},
+		PeriodType:    &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:        period,
+		TimeNanos:     p.Start.UnixNano(),
+		DurationNanos: p.Duration().Nanoseconds(),
+	}
+	if p.Command != "" {
+		out.Comments = []string{"stacktop: pid " + strconv.Itoa(p.PID) + ": " + p.Command}
+	}
+
+	type mapKey struct {
+		file         string
+		start, limit uint64
+	}
+	mappings := map[mapKey]*pprof.Mapping{}
+	functions := map[[2]string]*pprof.Function{}
+	type locKey struct {
+		pc     uint64
+		module string
+	}
+	locations := map[locKey]*pprof.Location{}
+
+	mappingFor := func(f profile.Frame) *pprof.Mapping {
+		if f.Module == "" {
+			return nil
+		}
+		k := mapKey{f.Module, f.MapStart, f.MapLimit}
+		m := mappings[k]
+		if m == nil {
+			m = &pprof.Mapping{
+				ID: uint64(len(out.Mapping) + 1), Start: f.MapStart, Limit: f.MapLimit,
+				Offset: f.MapOffset, File: f.Module, BuildID: f.BuildID,
+				HasFunctions: true,
+			}
+			mappings[k] = m
+			out.Mapping = append(out.Mapping, m)
+		}
+		return m
+	}
+	functionFor := func(f profile.Frame) *pprof.Function {
+		k := [2]string{f.Name(), f.File}
+		fn := functions[k]
+		if fn == nil {
+			fn = &pprof.Function{ID: uint64(len(out.Function) + 1), Name: k[0], SystemName: k[0], Filename: f.File}
+			functions[k] = fn
+			out.Function = append(out.Function, fn)
+		}
+		return fn
+	}
+
+	// locationsOf turns a leaf-first frame list into pprof locations,
+	// folding inlined frames into the location of the PC they share.
+	locationsOf := func(frames []profile.Frame) []*pprof.Location {
+		var locs []*pprof.Location
+		var lines []pprof.Line
+		for i, f := range frames {
+			lines = append(lines, pprof.Line{Function: functionFor(f), Line: int64(f.Line)})
+			if f.Inlined && i+1 < len(frames) {
+				continue // the outer frame at the same PC closes the location
+			}
+			k := locKey{f.PC, f.Module}
+			loc := locations[k]
+			if loc == nil {
+				loc = &pprof.Location{ID: uint64(len(out.Location) + 1), Mapping: mappingFor(f), Address: f.PC, Line: lines}
+				locations[k] = loc
+				out.Location = append(out.Location, loc)
+			}
+			locs = append(locs, loc)
+			lines = nil
+		}
+		return locs
+	}
+
+	agg := p.Aggregate(0)
+	stackLocs := make([][]*pprof.Location, len(agg.Stacks))
+	for tid, stacks := range agg.ThreadStacks {
+		name := ""
+		if th := p.Threads[tid]; th != nil {
+			name = th.Name
+		}
+		for id, n := range stacks {
+			if stackLocs[id] == nil {
+				stackLocs[id] = locationsOf(agg.Stacks[id])
+			}
+			s := &pprof.Sample{
+				Location: stackLocs[id],
+				Value:    []int64{n, n * period},
+				Label:    map[string][]string{"thread_name": {name}},
+				NumLabel: map[string][]int64{"thread": {int64(tid)}},
+			}
+			out.Sample = append(out.Sample, s)
+		}
+	}
+	return out
+}

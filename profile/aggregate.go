@@ -1,0 +1,155 @@
+package profile
+
+import (
+	"sort"
+	"time"
+)
+
+// Aggregate is a set of samples summed by stack: the whole profile or a
+// time window of it. Everything the outputs draw is computed from it.
+type Aggregate struct {
+	Stacks [][]Frame // shared with the profile; index = stack id
+	Counts []int64   // samples per stack id
+	// ThreadCounts holds samples per thread and, per thread, per stack.
+	ThreadCounts map[int]int64
+	ThreadStacks map[int]map[int32]int64
+	Total        int64
+	From, To     time.Duration // the window, relative to Profile.Start
+}
+
+// Aggregate sums the events whose time is at or after from (relative to
+// Start); from <= 0 takes the whole profile. Events are in time order, so
+// a window walks back only over its own events.
+func (p *Profile) Aggregate(from time.Duration) *Aggregate {
+	a := &Aggregate{
+		Stacks:       p.Stacks,
+		Counts:       make([]int64, len(p.Stacks)),
+		ThreadCounts: map[int]int64{},
+		ThreadStacks: map[int]map[int32]int64{},
+		From:         from,
+		To:           p.Duration(),
+	}
+	first := sort.Search(len(p.Events), func(i int) bool { return p.Events[i].Time >= from })
+	for _, e := range p.Events[first:] {
+		w := int64(e.Weight)
+		a.Counts[e.Stack] += w
+		a.Total += w
+		tid := int(e.TID)
+		a.ThreadCounts[tid] += w
+		m := a.ThreadStacks[tid]
+		if m == nil {
+			m = map[int32]int64{}
+			a.ThreadStacks[tid] = m
+		}
+		m[e.Stack] += w
+	}
+	return a
+}
+
+// FunctionStat is one function's share of an aggregate. Self counts samples
+// where it is the leaf; Total counts samples where it is anywhere on the
+// stack, once per stack even under recursion.
+type FunctionStat struct {
+	Name   string
+	Module string
+	Self   int64
+	Total  int64
+}
+
+type funcKey struct{ name, module string }
+
+// Functions returns per-function self and total counts, by total descending
+// (ties by name, so the order is stable from one refresh to the next).
+func (a *Aggregate) Functions() []FunctionStat {
+	stats := map[funcKey]*FunctionStat{}
+	seen := map[funcKey]bool{}
+	for id, n := range a.Counts {
+		if n == 0 {
+			continue
+		}
+		frames := a.Stacks[id]
+		clear(seen)
+		for i, f := range frames {
+			k := funcKey{f.Name(), f.Module}
+			st := stats[k]
+			if st == nil {
+				st = &FunctionStat{Name: k.name, Module: k.module}
+				stats[k] = st
+			}
+			if i == 0 {
+				st.Self += n
+			}
+			if !seen[k] {
+				seen[k] = true
+				st.Total += n
+			}
+		}
+	}
+	out := make([]FunctionStat, 0, len(stats))
+	for _, st := range stats {
+		out = append(out, *st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Total != out[j].Total {
+			return out[i].Total > out[j].Total
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Node is one node of the caller-to-callee tree.
+type Node struct {
+	Name     string
+	Module   string
+	Self     int64
+	Total    int64
+	Children []*Node // by Total descending
+}
+
+// Tree returns the caller-to-callee tree: the root is a synthetic node that
+// holds every sample; its children are the outermost frames.
+func (a *Aggregate) Tree() *Node {
+	root := &Node{Name: "all"}
+	index := map[*Node]map[funcKey]*Node{}
+	for id, n := range a.Counts {
+		if n == 0 {
+			continue
+		}
+		frames := a.Stacks[id]
+		node := root
+		node.Total += n
+		for i := len(frames) - 1; i >= 0; i-- {
+			f := frames[i]
+			k := funcKey{f.Name(), f.Module}
+			kids := index[node]
+			if kids == nil {
+				kids = map[funcKey]*Node{}
+				index[node] = kids
+			}
+			child := kids[k]
+			if child == nil {
+				child = &Node{Name: k.name, Module: k.module}
+				kids[k] = child
+				node.Children = append(node.Children, child)
+			}
+			child.Total += n
+			node = child
+		}
+		node.Self += n
+	}
+	sortTree(root)
+	return root
+}
+
+func sortTree(n *Node) {
+	sort.Slice(n.Children, func(i, j int) bool {
+		if n.Children[i].Total != n.Children[j].Total {
+			return n.Children[i].Total > n.Children[j].Total
+		}
+		return n.Children[i].Name < n.Children[j].Name
+	})
+	for _, c := range n.Children {
+		sortTree(c)
+	}
+}

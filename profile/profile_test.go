@@ -1,0 +1,120 @@
+package profile
+
+import (
+	"testing"
+	"time"
+)
+
+func stack(names ...string) []Frame {
+	fs := make([]Frame, len(names))
+	for i, n := range names {
+		fs[i] = Frame{PC: uint64(0x1000 + 16*len(n) + i), Function: n, Module: "/bin/t", Method: "sframe"}
+	}
+	return fs
+}
+
+// knownSplit builds 75 samples of main;a;hot and 25 of main;b;cold (leaf first
+// below), plus a recursive stack, spread over 10 seconds.
+func knownSplit(t testing.TB) *Profile {
+	start := time.Unix(1000, 0)
+	p := New(42, "t", start, 10*time.Millisecond)
+	for i := 0; i < 100; i++ {
+		at := start.Add(time.Duration(i) * 100 * time.Millisecond)
+		if i%4 == 3 {
+			p.Add(Sample{TID: 2, ThreadName: "w2", Time: at, Frames: stack("cold", "b", "main")})
+		} else {
+			p.Add(Sample{TID: 1, ThreadName: "w1", Time: at, Frames: stack("hot", "a", "main")})
+		}
+	}
+	return p
+}
+
+func TestFunctionsSelfTotal(t *testing.T) {
+	p := knownSplit(t)
+	if len(p.Stacks) != 2 {
+		t.Fatalf("interned %d stacks, want 2", len(p.Stacks))
+	}
+	got := map[string]FunctionStat{}
+	for _, f := range p.Aggregate(0).Functions() {
+		got[f.Name] = f
+	}
+	want := map[string][2]int64{"main": {0, 100}, "a": {0, 75}, "hot": {75, 75}, "b": {0, 25}, "cold": {25, 25}}
+	for name, w := range want {
+		if g := got[name]; g.Self != w[0] || g.Total != w[1] {
+			t.Errorf("%s: self %d total %d, want %d %d", name, g.Self, g.Total, w[0], w[1])
+		}
+	}
+}
+
+func TestRecursionCountsTotalOnce(t *testing.T) {
+	p := New(1, "t", time.Unix(0, 0), time.Millisecond)
+	p.Add(Sample{TID: 1, Time: time.Unix(0, 0), Frames: stack("f", "f", "f", "main")})
+	fs := p.Aggregate(0).Functions()
+	if fs[0].Name != "f" && fs[0].Name != "main" {
+		t.Fatalf("unexpected order %v", fs)
+	}
+	for _, f := range fs {
+		if f.Total != 1 {
+			t.Errorf("%s total %d, want 1", f.Name, f.Total)
+		}
+	}
+}
+
+func TestTree(t *testing.T) {
+	root := knownSplit(t).Aggregate(0).Tree()
+	if root.Total != 100 || len(root.Children) != 1 || root.Children[0].Name != "main" {
+		t.Fatalf("root %+v", root)
+	}
+	m := root.Children[0]
+	if len(m.Children) != 2 || m.Children[0].Name != "a" || m.Children[0].Total != 75 || m.Children[1].Total != 25 {
+		t.Fatalf("main's children not sorted by total: %+v %+v", m.Children[0], m.Children[1])
+	}
+	if hot := m.Children[0].Children[0]; hot.Name != "hot" || hot.Self != 75 {
+		t.Fatalf("hot %+v", hot)
+	}
+}
+
+func TestWindow(t *testing.T) {
+	p := knownSplit(t)
+	// The last 2 s hold samples 80..99: 15 hot, 5 cold.
+	a := p.Aggregate(p.Duration() - 1900*time.Millisecond)
+	if a.Total != 20 || a.ThreadCounts[1] != 15 || a.ThreadCounts[2] != 5 {
+		t.Fatalf("window total %d threads %v", a.Total, a.ThreadCounts)
+	}
+}
+
+func TestSnapshotIsolated(t *testing.T) {
+	p := knownSplit(t)
+	s := p.Snapshot()
+	p.Add(Sample{TID: 3, Time: p.Start.Add(20 * time.Second), Frames: stack("new", "main")})
+	if s.Samples != 100 || len(s.Events) != 100 || s.Threads[3] != nil || len(s.Stacks) != 2 {
+		t.Fatalf("snapshot changed after Add: samples %d events %d stacks %d", s.Samples, len(s.Events), len(s.Stacks))
+	}
+	if s.Aggregate(0).Total != 100 {
+		t.Fatal("snapshot aggregate sees new events")
+	}
+}
+
+func TestNameFallsBackToModuleOffset(t *testing.T) {
+	f := Frame{PC: 0x7f0000001234, Module: "/usr/lib/libfoo.so.1", Offset: 0x1234}
+	if got := f.Name(); got != "libfoo.so.1+0x1234" {
+		t.Fatalf("Name() = %q", got)
+	}
+}
+
+func BenchmarkAdd(b *testing.B) {
+	start := time.Unix(0, 0)
+	p := New(1, "t", start, time.Millisecond)
+	var stacks [][]Frame
+	for i := 0; i < 64; i++ {
+		fs := make([]Frame, 30)
+		for j := range fs {
+			fs[j] = Frame{PC: uint64(0x400000 + i*0x100 + j), Function: "function_name_of_some_length", Module: "/usr/bin/x"}
+		}
+		stacks = append(stacks, fs)
+	}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		p.Add(Sample{TID: i % 8, Time: start.Add(time.Duration(i)), Frames: stacks[i%len(stacks)]})
+	}
+}
