@@ -1,0 +1,104 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"sync"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/muesli/termenv"
+)
+
+// PanicError is what Run returns when the UI (or the Source, called from
+// the UI) panicked. The terminal has been restored by then.
+type PanicError struct {
+	Value any    // what was passed to panic
+	Stack []byte // the panicking goroutine's stack
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("tui: panic: %v", e.Value)
+}
+
+// crashBox records the first panic of the UI. The model is copied on every
+// Update, so it holds a pointer to one box shared by all copies and by Run.
+//
+// Bubble Tea v1 recovers panics itself (in Update and View, which run on
+// its event loop, and in commands), restores the terminal and returns
+// ErrProgramKilled wrapping ErrProgramPanic, but it prints the value and
+// stack to stdout and drops them from the error. Catching them first lets
+// Run quit the program the ordinary way and return them.
+type crashBox struct {
+	mu   sync.Mutex
+	err  *PanicError
+	quit func() // asks the running program to quit; nil in tests
+}
+
+// crashMsg tells Update that a command goroutine panicked.
+type crashMsg struct{}
+
+func (c *crashBox) record(v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = &PanicError{Value: v, Stack: debug.Stack()}
+	}
+}
+
+func (c *crashBox) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
+}
+
+func (c *crashBox) quitFunc() func() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quit
+}
+
+func (c *crashBox) panicErr() *PanicError {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Run shows the live UI on the terminal (alternate screen) until the user
+// quits (q, Ctrl-C), ctx is done or the UI fails, and restores the terminal
+// before it returns. It returns nil when the user quit, ctx.Err() when ctx
+// ended it, a *PanicError when the UI or src panicked, or the error that
+// stopped Bubble Tea (for instance, no terminal to read keys from).
+//
+// Run never touches the target: the caller detaches after Run returns,
+// whatever it returned. Bubble Tea's own handler turns SIGTERM into a quit
+// while Run is running; SIGINT arrives as Ctrl-C in raw mode.
+func Run(ctx context.Context, src Source, opt Options) (err error) {
+	out := opt.Output
+	if out == nil {
+		out = os.Stdout
+	}
+	m := newModel(src, opt, termenv.NewOutput(out).EnvColorProfile())
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out)}
+	if opt.Input != nil {
+		popts = append(popts, tea.WithInput(opt.Input))
+	}
+	p := tea.NewProgram(m, popts...)
+	m.crash.mu.Lock()
+	m.crash.quit = p.Quit
+	m.crash.mu.Unlock()
+
+	_, err = p.Run()
+	if perr := m.crash.panicErr(); perr != nil {
+		return perr
+	}
+	switch {
+	case err == nil, errors.Is(err, tea.ErrInterrupted):
+		return nil
+	case ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, tea.ErrProgramPanic):
+		return ctx.Err()
+	}
+	return fmt.Errorf("tui: %w", err)
+}
