@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# build-targets.sh: rebuild the test target binaries in testdata/targets/bin/.
+#
+# The binaries are committed, so tests need neither network nor a particular
+# binutils; run this only after changing a source in testdata/targets/.
+#
+# Every target (chains, manythreads, exiter) is built four ways:
+#
+#   NAME-sframe1  -O2 -fomit-frame-pointer, SFrame V1  (bookworm gas 2.40, --gsframe)
+#   NAME-sframe2  -O2 -fomit-frame-pointer, SFrame V2  (trixie gas 2.44, --gsframe)
+#   NAME-sframe3  -O2 -fomit-frame-pointer, SFrame V3  (sid gas 2.46+, --gsframe-3)
+#   NAME-fp       -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer,
+#                 no .sframe (the frame-pointer unwinding path)
+#
+# Each variant is assembled and linked by its own suite's as and ld (gcc -B
+# points at the wrapper directory scripts/sframe-toolchain.sh sets up); the
+# FP variant uses trixie's, which emit no SFrame unless asked. The compiler,
+# C start files and libc are the host's: build on Debian 12 (gcc 12, glibc
+# 2.36) or older so the binaries run there; the script refuses a result that
+# needs a glibc symbol version newer than 2.36.
+#
+# No -g: gdb then prints an address for every frame (see internal/gdbstack)
+# and the files stay small. Symbol tables are kept for symbolization.
+#
+# Expected warning: trixie's gas (V2) says "skipping SFrame FDE; non-SP/FP
+# register 10 in .cfi_def_cfa" for drap_frame: V2 cannot describe a DRAP
+# frame, so chains-sframe2 has no FDE for it (V3 describes it with a
+# flexible FDE).
+#
+# Usage: scripts/build-targets.sh [TOOLCHAIN_DIR]
+#   TOOLCHAIN_DIR defaults to ${STACKTOP_TC:-$HOME/.cache/stacktop-tc} and is
+#   passed to scripts/sframe-toolchain.sh.
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+src=$root/testdata/targets
+out=$src/bin
+tc_dir=${1:-${STACKTOP_TC:-$HOME/.cache/stacktop-tc}}
+
+die() { echo "build-targets: $*" >&2; exit 1; }
+
+[ "$(uname -m)" = x86_64 ] || die "the targets are x86-64 only"
+command -v gcc >/dev/null || die "gcc not found"
+
+tc=$(SFRAME_TC_SUITES="bookworm trixie sid" "$root/scripts/sframe-toolchain.sh" "$tc_dir" | tail -1)
+[ -d "$tc" ] || die "scripts/sframe-toolchain.sh did not print a directory"
+
+common=(-std=c11 -O2 -pthread -Wall -Wextra -fPIE -pie
+	-fasynchronous-unwind-tables -fno-stack-protector -fcf-protection=none
+	-fno-stack-clash-protection)
+omit_fp=(-fomit-frame-pointer)
+keep_fp=(-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer)
+
+declare -A sources=(
+	[chains]="chains.c chains_asm.s"
+	[manythreads]="manythreads.c"
+	[exiter]="exiter.c"
+)
+
+# variant -> "suite flags..." and the SFrame version readelf must report
+declare -A variant_suite=([sframe1]=bookworm [sframe2]=trixie [sframe3]=sid [fp]=trixie)
+declare -A variant_version=([sframe1]=1 [sframe2]=2 [sframe3]=3 [fp]=none)
+
+variant_flags() {
+	case $1 in
+	sframe1 | sframe2) echo "${omit_fp[*]} -Wa,--gsframe" ;;
+	sframe3) echo "${omit_fp[*]} -Wa,--gsframe-3" ;;
+	fp) echo "${keep_fp[*]}" ;;
+	esac
+}
+
+# check_sframe FILE VARIANT: the .sframe version is the one asked for, or
+# there is no .sframe at all for the FP variant.
+check_sframe() {
+	local f=$1 v=$2 suite=${variant_suite[$2]} want=${variant_version[$2]}
+	local readelf=$tc/$suite/bin/x86_64-linux-gnu-readelf
+	if [ "$want" = none ]; then
+		if "$readelf" -SW "$f" | grep -q '\.sframe'; then
+			die "$f: has a .sframe section but must not"
+		fi
+		return
+	fi
+	local got
+	got=$("$readelf" --sframe "$f" | sed -n 's/.*Version: SFRAME_VERSION_\([0-9]*\).*/\1/p' | head -1)
+	[ "$got" = "$want" ] || die "$f: SFrame version '${got:-missing}', want $want"
+}
+
+# check_glibc FILE: no symbol version newer than GLIBC_2.36 is needed.
+check_glibc() {
+	local newest
+	newest=$({ readelf -VW "$1" | grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//'; echo 2.36; } | sort -V | tail -1)
+	[ "$newest" = 2.36 ] || die "$1: needs GLIBC_$newest, newer than Debian 12's 2.36"
+}
+
+mkdir -p "$out"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cd "$src" # relative source names: nothing of this machine's paths in the files
+for name in chains manythreads exiter; do
+	for v in sframe1 sframe2 sframe3 fp; do
+		suite=${variant_suite[$v]}
+		# shellcheck disable=SC2046,SC2086
+		gcc -B "$tc/$suite/gcc-x86_64/" "${common[@]}" $(variant_flags "$v") \
+			-o "$tmp/$name-$v" ${sources[$name]} 2> >(grep -v -e 'Assembler messages' \
+				-e 'skipping SFrame FDE; non-SP/FP register 10' >&2)
+		check_sframe "$tmp/$name-$v" "$v"
+		check_glibc "$tmp/$name-$v"
+		mv "$tmp/$name-$v" "$out/$name-$v"
+	done
+done
+
+for f in "$out"/*; do
+	printf '%-24s %7d bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"
+done
