@@ -1,0 +1,74 @@
+// Package ptrace is the only part of stacktop that issues ptrace requests.
+// It stops threads of a running process for as short a time as it can,
+// reads their registers and the stack bytes above the stack pointer, and
+// lets them go, without ever changing what the target sees: no signal is
+// lost, a stopped process stays stopped, nothing is left traced.
+//
+// # Lifecycle
+//
+//	tr := ptrace.NewTracer()     // starts the tracer thread
+//	defer tr.Close()             // detaches everything left, ends the thread
+//	p, err := tr.Attach(pid)     // *AttachError says why not, and what to do
+//	defer p.Detach()             // idempotent; also tr.DetachAll on signals
+//	s, err := p.Sample(tid, 16<<10, stackEnd)   // or SampleInto to reuse buffers
+//	p.Freeze(); ...; p.Thaw()    // consistent snapshot of all threads
+//
+// Memory (NewMemory) reads target memory from any goroutine with
+// process_vm_readv, falling back to /proc/PID/mem.
+//
+// # One thread
+//
+// The kernel binds a tracee to the tracer thread, not the tracer process:
+// requests from any other thread fail with ESRCH. A Tracer therefore runs
+// one goroutine locked to its OS thread for good (runtime.LockOSThread,
+// never unlocked: if that goroutine ends, the runtime ends the thread and
+// the kernel detaches its tracees, which keep running). Every method sends
+// a closure to it and waits, so methods are safe for concurrent use, and
+// Detach/DetachAll work from a signal-handling goroutine or a deferred
+// recover. Waits use __WNOTHREAD so only this thread's tracees are seen,
+// and peek with WNOWAIT before consuming, so an exit status of a child the
+// program forked itself is never stolen.
+//
+// # Why SEIZE and INTERRUPT
+//
+// PTRACE_ATTACH sends SIGSTOP, which a target can observe and which
+// confuses job control; PTRACE_SEIZE attaches silently and keeps the stop
+// kinds apart: PTRACE_INTERRUPT gives a stop of our own (a PTRACE_EVENT_STOP
+// with SIGTRAP), distinct from a group-stop (PTRACE_EVENT_STOP with the stop
+// signal) and from a signal-delivery-stop. A thread blocked in a system
+// call is pulled out by INTERRUPT and the call is restarted on resume.
+// Options: PTRACE_O_TRACECLONE (threads created later are traced from
+// birth) and PTRACE_O_TRACEEXEC (without it the kernel sends a SIGTRAP
+// after execve, fatal if delivered). Never PTRACE_O_EXITKILL: if stacktop
+// dies, its targets live.
+//
+// # Signals, group-stop, threads coming and going
+//
+// Each thread has a state (running, listening, held, newborn) and a
+// pending signal; the state decides the resume request:
+//
+//   - signal-delivery-stop: the signal is kept and passed to PTRACE_CONT
+//     (or PTRACE_DETACH), so it is delivered; resuming with 0 would drop it.
+//     A sample may be taken at that stop.
+//   - group-stop (SIGSTOP/SIGTSTP/SIGTTIN/SIGTTOU): resumed with
+//     PTRACE_LISTEN, which keeps the thread stopped but lets a later SIGCONT
+//     wake it; CONT would undo the stop. Sampling a group-stopped thread
+//     interrupts it out of LISTEN and listens again. A process stopped
+//     before Attach is reported by the kernel as such a group-stop right
+//     after SEIZE; after PTRACE_DETACH the kernel puts it back into
+//     group-stop (state T).
+//   - PTRACE_EVENT_CLONE: the new thread joins the process's thread list;
+//     its first stop is resumed. Attach also lists /proc/PID/task until no
+//     new TID appears, skipping threads that vanish (ESRCH).
+//   - exits: a thread's exit gives ErrThreadExited, the last one (or the
+//     main thread's) ErrProcessExited; neither is fatal to the Tracer.
+//
+// Every ptrace-stop also sends SIGCHLD to the tracer; the tracer thread
+// handles events of threads nobody is sampling at once (a signal is
+// delivered, a group-stop listened to, a new thread resumed), and polls
+// every 100ms in case a SIGCHLD was missed.
+//
+// Detach stops every thread first (INTERRUPT, then wait), then detaches
+// each with its pending signal, so no thread is left traced or stopped by
+// us and no signal is lost; it runs on every path, including after exit.
+package ptrace

@@ -1,0 +1,621 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"stacktop/regs"
+)
+
+// threadState is what the tracer knows about one tracee thread; it decides
+// which request resumes it and whether a stop can be waited for.
+type threadState uint8
+
+const (
+	stateRunning   threadState = iota // resumed with PTRACE_CONT (or just seized)
+	stateListening                    // in group-stop, resumed with PTRACE_LISTEN
+	stateHeld                         // in a ptrace-stop we consumed: we owe it a resume
+	stateNewborn                      // auto-attached by TRACECLONE; first stop not yet seen
+)
+
+type thread struct {
+	tid       int
+	proc      *Process
+	state     threadState
+	groupStop bool // the held stop is a group-stop: resume with LISTEN, not CONT
+	sig       int  // signal to deliver when resumed (from a signal-delivery-stop)
+}
+
+// Process is an attached process. All its methods run on the tracer thread
+// and are safe for concurrent use.
+type Process struct {
+	tr  *Tracer
+	pid int
+
+	// Owned by the tracer goroutine.
+	threads      map[int]*thread
+	seen         map[int]bool // every TID ever traced, to tell "exited" from "unknown"
+	wasStopped   bool
+	leaderZombie bool // main thread exited (pthread_exit) while others run
+	frozen       bool
+	exited       bool
+	detached     bool
+	execs        int
+}
+
+// Sample is one thread's registers and the stack bytes above its stack
+// pointer, taken while the thread was stopped.
+type Sample struct {
+	TID       int
+	Regs      regs.Set
+	StackAddr uint64        // address of Stack[0]: the stack pointer
+	Stack     []byte        // [StackAddr, StackAddr+len(Stack)); short if the read hit unmapped memory
+	StackErr  error         // why Stack is shorter than asked, if it is
+	Stopped   time.Duration // stop reported by wait -> resume request returned
+	Total     time.Duration // PTRACE_INTERRUPT issued -> resume request returned
+}
+
+// Attach seizes every thread of pid (PTRACE_SEIZE with TRACECLONE and
+// TRACEEXEC; no signal, no stop), listing /proc/PID/task until no new
+// thread appears. A process that was stopped (state T) stays stopped.
+// Failures are *AttachError.
+func (t *Tracer) Attach(pid int) (*Process, error) {
+	if pid <= 0 {
+		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH}
+	}
+	if pid == os.Getpid() {
+		return nil, newAttachError(pid, 0, CauseSelf, nil)
+	}
+	st, err := readStat(pid, 0)
+	if err != nil {
+		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: err}
+	}
+	if st.flags&pfKthread != 0 {
+		return nil, newAttachError(pid, 0, CauseKernelThread, nil)
+	}
+	if s, err := readStatus(pid); err == nil && s["Tgid"] == strconv.Itoa(os.Getpid()) {
+		return nil, newAttachError(pid, 0, CauseSelf, nil)
+	}
+	var p *Process
+	if e := t.do(func() { p, err = t.attach(pid, st) }); e != nil {
+		return nil, e
+	}
+	return p, err
+}
+
+func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
+	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
+		wasStopped: st.state == 'T'}
+	if st.state == 'Z' || st.state == 'X' {
+		// A zombie leader with live threads is a process whose main thread
+		// called pthread_exit: sample the rest.
+		if !p.anyLive() {
+			return nil, newAttachError(pid, 0, CauseZombie, nil)
+		}
+		p.leaderZombie = true
+	}
+	t.procs[pid] = p
+	fail := func(err error) (*Process, error) {
+		p.detach()
+		return nil, err
+	}
+	tried := make(map[int]bool)
+	for {
+		tids, err := listTasks(pid)
+		if err != nil {
+			if len(p.threads) == 0 {
+				return fail(&AttachError{PID: pid, Cause: CauseNoProcess, Err: err})
+			}
+			break
+		}
+		added := false
+		for _, tid := range tids {
+			if tried[tid] {
+				continue
+			}
+			tried[tid], added = true, true
+			if t.threads[tid] != nil { // auto-attached by TRACECLONE already
+				continue
+			}
+			switch err := seize(tid); err {
+			case nil:
+				th := p.addThread(tid, stateRunning)
+				// Seizing a stopped task makes the kernel queue a group-stop
+				// report (PTRACE_EVENT_STOP) before SEIZE returns: handle it
+				// now so the thread goes to LISTEN and stays stopped.
+				if wpid, ws, err := wait4(tid, unix.WNOHANG); err == nil && wpid == tid {
+					p.onStatus(th, ws, false)
+				}
+			case unix.ESRCH:
+				// Gone between listing and seizing. Skip it unless it was the
+				// main thread, which means the whole process is gone.
+				if tid == pid && !p.leaderZombie {
+					return fail(&AttachError{PID: pid, TID: tid, Cause: CauseNoProcess, Err: err})
+				}
+			case unix.EPERM:
+				s, _ := readStatus(tid)
+				if s["TracerPid"] == strconv.Itoa(t.tid) { // ours, by TRACECLONE
+					p.addThread(tid, stateNewborn)
+					continue
+				}
+				if tid == pid && p.leaderZombie {
+					continue
+				}
+				if ts, err := readStat(pid, tid); err == nil && (ts.state == 'Z' || ts.state == 'X') {
+					if tid == pid && len(p.threads) == 0 {
+						return fail(newAttachError(pid, tid, CauseZombie, nil))
+					}
+					continue // a thread on its way out
+				}
+				cause := CausePermission
+				if s["TracerPid"] != "" && s["TracerPid"] != "0" {
+					cause = CauseAlreadyTraced
+				}
+				return fail(newAttachError(pid, tid, cause, err))
+			default:
+				return fail(newAttachError(pid, tid, CauseOther, fmt.Errorf("PTRACE_SEIZE: %w", err)))
+			}
+		}
+		if !added {
+			break
+		}
+	}
+	if len(p.threads) == 0 {
+		return fail(&AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH})
+	}
+	return p, nil
+}
+
+// PID returns the process ID.
+func (p *Process) PID() int { return p.pid }
+
+// WasStopped reports whether the process was in group-stop (state T) when
+// it was attached. Such a process is never resumed by this package.
+func (p *Process) WasStopped() bool { return p.wasStopped }
+
+// Threads returns the TIDs currently traced, sorted; nil once the process
+// exited or was detached.
+func (p *Process) Threads() []int {
+	var tids []int
+	p.tr.do(func() {
+		tids = make([]int, 0, len(p.threads))
+		for tid := range p.threads {
+			tids = append(tids, tid)
+		}
+	})
+	slices.Sort(tids)
+	return tids
+}
+
+// Execs returns how many execve calls the process made while attached:
+// when it changes, cached mappings and symbols are stale.
+func (p *Process) Execs() int {
+	var n int
+	p.tr.do(func() { n = p.execs })
+	return n
+}
+
+// Sample stops thread tid (PTRACE_INTERRUPT), reads its registers and up
+// to stackWindow bytes of stack from its stack pointer, and resumes it the
+// way it was running (CONT, delivering a pending signal, or LISTEN for a
+// group-stopped process). stackEnd, when above the stack pointer, bounds
+// the read (the end of the stack mapping); 0 means no bound. While the
+// process is frozen the thread is read without being stopped or resumed.
+func (p *Process) Sample(tid int, stackWindow int, stackEnd uint64) (Sample, error) {
+	var s Sample
+	err := p.SampleInto(&s, tid, stackWindow, stackEnd)
+	return s, err
+}
+
+// SampleInto is Sample reusing s: s.Stack's array is overwritten, so a
+// caller that keeps stacks must copy them. It allocates nothing when
+// cap(s.Stack) >= stackWindow.
+func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint64) error {
+	if prstatusSize == 0 {
+		return ErrUnsupportedArch
+	}
+	var err error
+	if e := p.tr.do(func() { err = p.sample(s, tid, stackWindow, stackEnd) }); e != nil {
+		return e
+	}
+	return err
+}
+
+func (p *Process) usable() error {
+	switch {
+	case p.detached:
+		return ErrDetached
+	case p.exited:
+		return ErrProcessExited
+	}
+	return nil
+}
+
+func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	th := p.threads[tid]
+	if th == nil || (tid == p.pid && p.leaderZombie) {
+		if p.seen[tid] {
+			return ErrThreadExited
+		}
+		return ErrUnknownThread
+	}
+	t0 := time.Now()
+	if th.state == stateRunning || th.state == stateListening {
+		// ESRCH means the thread is gone: waitHeld then collects its exit.
+		ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
+	}
+	if th.state != stateHeld {
+		if err := p.waitHeld(th); err != nil {
+			return err
+		}
+	}
+	t1 := time.Now()
+	err := p.read(th, s, window, end)
+	if !p.frozen {
+		p.resume(th)
+	}
+	t2 := time.Now()
+	s.Stopped, s.Total = t2.Sub(t1), t2.Sub(t0)
+	return err
+}
+
+// read fills s from the held thread th: one GETREGSET, one process_vm_readv.
+func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
+	t := p.tr
+	t.rawIov.Base = (*byte)(unsafe.Pointer(&t.raw))
+	t.rawIov.SetLen(prstatusSize)
+	if err := getRegset(th.tid, &t.rawIov); err != nil {
+		if err == unix.ESRCH {
+			// SIGKILL (exit_group, execve) wakes even a stopped tracee:
+			// its exit will be reported.
+			th.state = stateRunning
+			if p.dying() {
+				return ErrProcessExited
+			}
+			return ErrThreadExited
+		}
+		return fmt.Errorf("thread %d: PTRACE_GETREGSET: %w", th.tid, err)
+	}
+	convertRegs(&t.raw, &s.Regs)
+	s.TID = th.tid
+	sp := s.Regs.SP()
+	s.StackAddr, s.StackErr = sp, nil
+	n := max(window, 0)
+	if end > sp && end-sp < uint64(n) {
+		n = int(end - sp)
+	}
+	if cap(s.Stack) < n {
+		s.Stack = make([]byte, n)
+	}
+	s.Stack = s.Stack[:n]
+	if n == 0 {
+		return nil
+	}
+	t.local[0] = unix.Iovec{Base: &s.Stack[0]}
+	t.local[0].SetLen(n)
+	t.remote[0] = unix.RemoteIovec{Base: uintptr(sp), Len: n}
+	got, err := unix.ProcessVMReadv(th.tid, t.local[:], t.remote[:], 0)
+	got = max(got, 0)
+	s.Stack = s.Stack[:got]
+	if got < n {
+		if err == nil {
+			err = unix.EFAULT
+		}
+		s.StackErr = &MemoryError{PID: th.tid, Addr: sp, Len: n, Got: got, Err: err}
+	}
+	return nil
+}
+
+// waitHeld blocks until th reports a stop and holds it there. Any stop
+// will do: an interrupt stop, a group-stop, a signal-delivery-stop (its
+// signal is kept in th.sig and delivered on resume), a clone or exec event.
+// A main thread's exit is reported only after the other threads' exits were
+// reaped, so for it waitHeld handles every tracee's events while waiting.
+func (p *Process) waitHeld(th *thread) error {
+	t := p.tr
+	for {
+		if t.threads[th.tid] != th {
+			return ErrThreadExited // dropped by an exec in another thread
+		}
+		var wpid int
+		var ws unix.WaitStatus
+		if th.tid != p.pid {
+			var err error
+			if wpid, ws, err = wait4(th.tid, 0); err != nil {
+				return p.gone(th) // ECHILD: reaped already
+			}
+		} else {
+			var stray bool
+			wpid, ws, stray = t.next(0)
+			if stray {
+				// Poll: our tracees' events hide behind a child's.
+				t.drainEach(th)
+				if wpid, ws, _ = wait4(th.tid, unix.WNOHANG); wpid != th.tid {
+					time.Sleep(time.Millisecond)
+					continue
+				}
+			}
+			if wpid < 0 {
+				return p.gone(th)
+			}
+			if wpid != th.tid {
+				if wpid > 0 {
+					t.dispatch(wpid, ws)
+				}
+				continue
+			}
+		}
+		held, err := p.onStatus(th, ws, true)
+		if err != nil {
+			return err
+		}
+		if held {
+			return nil
+		}
+	}
+}
+
+// onStatus applies one wait status of th. With hold (or while frozen) a
+// stopped thread is left stopped and onStatus reports true; otherwise it is
+// resumed the way the stop requires. A thread exit returns ErrThreadExited
+// or ErrProcessExited.
+func (p *Process) onStatus(th *thread, ws unix.WaitStatus, hold bool) (bool, error) {
+	if ws.Exited() || ws.Signaled() {
+		if th.tid == p.pid {
+			p.exited = true
+		}
+		return false, p.gone(th)
+	}
+	if !ws.Stopped() {
+		return false, nil
+	}
+	th.state, th.groupStop = stateHeld, false
+	sig := ws.StopSignal()
+	switch ptraceEvent(ws) {
+	case unix.PTRACE_EVENT_STOP:
+		// An interrupt stop, a new thread's first stop, a re-trap after
+		// SIGCONT ends a LISTEN (all SIGTRAP), or a group-stop (the stop
+		// signal): only the last must be resumed with LISTEN.
+		th.groupStop = isStopSignal(sig)
+	case unix.PTRACE_EVENT_CLONE:
+		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil {
+			// Its first stop may have come (and it may even have exited)
+			// before this event: add it only if never seen.
+			if !p.seen[int(msg)] {
+				p.addThread(int(msg), stateNewborn)
+			}
+		}
+	case unix.PTRACE_EVENT_EXEC:
+		p.execs++
+		// An execve in another thread: the kernel gave its TID's place to
+		// the main thread and reaped the old TID.
+		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil && int(msg) != th.tid {
+			if old := p.threads[int(msg)]; old != nil {
+				p.forget(old)
+			}
+		}
+		p.leaderZombie = false
+	case 0:
+		// Signal-delivery-stop: resuming with 0 would discard the signal.
+		th.sig = int(sig)
+	}
+	if hold || p.frozen {
+		return true, nil
+	}
+	p.resume(th)
+	return false, nil
+}
+
+// resume restarts a held thread: LISTEN after a group-stop (it stays
+// stopped but a SIGCONT still wakes it), else CONT with its pending signal.
+func (p *Process) resume(th *thread) {
+	if th.state != stateHeld {
+		return
+	}
+	if th.groupStop {
+		switch err := ptraceReq(unix.PTRACE_LISTEN, th.tid, 0, 0); err {
+		case nil:
+			th.state = stateListening
+		case unix.ESRCH:
+			th.state = stateRunning // killed: its exit will be reported
+		}
+		return
+	}
+	switch err := ptraceReq(unix.PTRACE_CONT, th.tid, 0, uintptr(th.sig)); err {
+	case nil:
+		th.sig, th.state = 0, stateRunning
+	case unix.ESRCH:
+		th.state = stateRunning
+	}
+}
+
+func (p *Process) addThread(tid int, st threadState) *thread {
+	th := &thread{tid: tid, proc: p, state: st}
+	p.threads[tid] = th
+	p.seen[tid] = true
+	p.tr.threads[tid] = th
+	return th
+}
+
+func (p *Process) forget(th *thread) {
+	delete(p.threads, th.tid)
+	if p.tr.threads[th.tid] == th {
+		delete(p.tr.threads, th.tid)
+	}
+}
+
+// gone drops an exited thread and says whether the process went with it.
+func (p *Process) gone(th *thread) error {
+	p.forget(th)
+	if p.exited || len(p.threads) == 0 || p.dying() {
+		p.exited = true
+		return ErrProcessExited
+	}
+	return ErrThreadExited
+}
+
+// dying reports whether no thread of the process is alive any more (all
+// exiting or zombies, or /proc/PID gone): exit_group is under way.
+func (p *Process) dying() bool { return !p.anyLive() }
+
+const pfExiting = 0x4
+
+func (p *Process) anyLive() bool {
+	tids, err := listTasks(p.pid)
+	if err != nil {
+		return false
+	}
+	for _, tid := range tids {
+		st, err := readStat(p.pid, tid)
+		if err != nil || st.state == 'Z' || st.state == 'X' || st.flags&pfExiting != 0 {
+			continue
+		}
+		// exit_group queues SIGKILL to each other thread before it exits.
+		if s, err := readStatus(tid); err == nil {
+			if pnd, err := strconv.ParseUint(s["SigPnd"], 16, 64); err == nil && pnd&(1<<(unix.SIGKILL-1)) != 0 {
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// Freeze stops every thread and keeps it stopped, for a consistent
+// snapshot; Sample then reads without stopping or resuming. Threads created
+// meanwhile are caught too. Thaw (or Detach) ends it.
+func (p *Process) Freeze() error {
+	var err error
+	if e := p.tr.do(func() { err = p.freeze() }); e != nil {
+		return e
+	}
+	return err
+}
+
+func (p *Process) freeze() error {
+	if err := p.usable(); err != nil {
+		return err
+	}
+	p.frozen = true
+	return p.stopAll()
+}
+
+// stopAll interrupts every running thread at once, then collects the stops.
+func (p *Process) stopAll() error {
+	for _, th := range p.threads {
+		if th.state == stateRunning || th.state == stateListening {
+			ptraceReq(unix.PTRACE_INTERRUPT, th.tid, 0, 0)
+		}
+	}
+	for {
+		th := p.someUnheld()
+		if th == nil {
+			return nil
+		}
+		if err := p.waitHeld(th); err == ErrProcessExited {
+			return err
+		}
+	}
+}
+
+// someUnheld returns a thread not yet held, the main thread last: a main
+// thread's exit is reported only after every other thread was reaped.
+func (p *Process) someUnheld() *thread {
+	var leader *thread
+	for _, th := range p.threads {
+		if th.state == stateHeld {
+			continue
+		}
+		if th.tid != p.pid {
+			return th
+		}
+		leader = th
+	}
+	if leader != nil && len(p.threads) > 1 && !p.leaderZombie {
+		// Every other thread is held, so none will exit: a zombie main
+		// thread (it called pthread_exit) would never report.
+		if st, err := readStat(p.pid, p.pid); err == nil && (st.state == 'Z' || st.state == 'X') {
+			p.leaderZombie = true
+		}
+	}
+	if leader != nil && p.leaderZombie {
+		p.forget(leader) // never reports a stop; the kernel unlinks it on exit
+		return p.someUnheld()
+	}
+	return leader
+}
+
+// Thaw resumes what Freeze stopped, delivering signals that arrived
+// meanwhile; group-stopped threads stay stopped.
+func (p *Process) Thaw() error {
+	var err error
+	if e := p.tr.do(func() {
+		if err = p.usable(); err != nil {
+			return
+		}
+		p.frozen = false
+		for _, th := range p.threads {
+			p.resume(th)
+		}
+	}); e != nil {
+		return e
+	}
+	return err
+}
+
+// Detach detaches every thread: each is stopped, then PTRACE_DETACH'ed with
+// its pending signal. A group-stopped process stays stopped. It is
+// idempotent, and safe from a signal handler goroutine or a deferred
+// recover; an exited process detaches without error.
+func (p *Process) Detach() error {
+	var err error
+	if e := p.tr.do(func() { err = p.detach() }); e != nil {
+		if errors.Is(e, ErrTracerClosed) {
+			return nil // Close detached everything
+		}
+		return e
+	}
+	return err
+}
+
+func (p *Process) detach() error {
+	if p.detached {
+		return nil
+	}
+	p.detached = true
+	p.frozen = true // hold every stop from here on
+	defer delete(p.tr.procs, p.pid)
+	var first error
+	for _, th := range p.threads {
+		if th.state == stateRunning || th.state == stateListening {
+			ptraceReq(unix.PTRACE_INTERRUPT, th.tid, 0, 0)
+		}
+	}
+	for len(p.threads) > 0 {
+		th := p.someUnheld()
+		if th != nil {
+			p.waitHeld(th) // on exit the thread is forgotten
+			continue
+		}
+		for _, th := range p.threads {
+			err := ptraceReq(unix.PTRACE_DETACH, th.tid, 0, uintptr(th.sig))
+			if err != nil && err != unix.ESRCH && first == nil {
+				first = fmt.Errorf("detach thread %d: %w", th.tid, err)
+			}
+			p.forget(th)
+		}
+	}
+	return first
+}

@@ -1,0 +1,25 @@
+//go:build linux && arm64
+
+package ptrace
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"stacktop/regs"
+)
+
+// prstatus is the NT_PRSTATUS layout of this architecture (user_pt_regs).
+type prstatus = unix.PtraceRegs
+
+const prstatusSize = int(unsafe.Sizeof(prstatus{}))
+
+// convertRegs fills s from an arm64 user_pt_regs: x0-x30 are DWARF 0-30,
+// sp is 31; pc has no DWARF number and goes to s.PC.
+func convertRegs(r *prstatus, s *regs.Set) {
+	*s = regs.Set{Arch: regs.ARM64, PC: r.Pc}
+	copy(s.R[:31], r.Regs[:])
+	s.R[regs.ARM64SP] = r.Sp
+	s.Valid = 1<<32 - 1
+}

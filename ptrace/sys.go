@@ -1,0 +1,80 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// seizeOptions are set on every seized thread. TRACECLONE auto-attaches new
+// threads. TRACEEXEC replaces the legacy SIGTRAP a traced thread gets after
+// execve (which, delivered, would kill the target) with an event stop.
+// EXITKILL is deliberately absent: if stacktop dies, its targets live on.
+const seizeOptions = unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC
+
+// ptraceReq issues one ptrace request. unix.PtraceSeize cannot pass options
+// and unix has no PTRACE_LISTEN wrapper, so every request goes through here.
+func ptraceReq(req int, tid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func seize(tid int) error {
+	return ptraceReq(unix.PTRACE_SEIZE, tid, 0, seizeOptions)
+}
+
+// getRegset reads NT_PRSTATUS into buf (size bytes of the arch's layout).
+func getRegset(tid int, iov *unix.Iovec) error {
+	return ptraceReq(unix.PTRACE_GETREGSET, tid, uintptr(ntPRSTATUS), uintptr(unsafe.Pointer(iov)))
+}
+
+const ntPRSTATUS = 1
+
+// wait4 waits for a tracee thread (tid, or -1 for any). __WALL includes
+// clone children; __WNOTHREAD limits the wait to this thread's own tracees,
+// so events of another Tracer's tracees or of the program's own children
+// (forked from other threads) are never consumed here.
+func wait4(tid int, options int) (int, unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		wpid, err := unix.Wait4(tid, &ws, options|unix.WALL|unix.WNOTHREAD, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return wpid, ws, err
+	}
+}
+
+// peekTracee returns the pid of the next waitable event of this thread's
+// tracees or children without consuming it (waitid WNOWAIT): 0 when none
+// is pending (with WNOHANG), -1 when there is nothing to wait for.
+func peekTracee(options int) int {
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_ALL, 0, &info, options|unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT|unix.WALL|unix.WNOTHREAD, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1
+		}
+		// si_pid is the first field of the union, at offset 16 on 64-bit Linux.
+		return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 16)))
+	}
+}
+
+// ptraceEvent extracts the PTRACE_EVENT_* number of a stop status.
+func ptraceEvent(ws unix.WaitStatus) int { return int(uint32(ws)>>16) & 0xff }
+
+func isStopSignal(sig unix.Signal) bool {
+	switch sig {
+	case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+		return true
+	}
+	return false
+}

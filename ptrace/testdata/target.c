@@ -1,0 +1,75 @@
+// Test targets for package ptrace. Modes:
+//   spin N       N threads in all (main included) spinning; prints "ready"
+//   signals      counts SIGUSR1 (acks each with a byte 'u' on stdout) and
+//                SIGRTMIN+6; on SIGTERM prints "usr1=N rt=M" and exits
+//   churn        creates and joins threads in a loop; prints "ready"
+//   exit MS      two spinning threads; exits with status 7 after MS ms
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t usr1, rt, term;
+static volatile unsigned long sink;
+
+static void on_usr1(int s) { (void)s; usr1++; write(1, "u", 1); }
+static void on_rt(int s) { (void)s; rt++; }
+static void on_term(int s) { (void)s; term = 1; }
+
+__attribute__((noinline)) static void spin_leaf(void) {
+  for (int i = 0; i < 1000; i++) sink += i;
+}
+static void *spinner(void *a) { (void)a; for (;;) spin_leaf(); return 0; }
+static void *short_worker(void *a) {
+  for (int i = 0; i < 20000; i++) sink += i + (long)a;
+  return 0;
+}
+static void handle(int sig, void (*fn)(int)) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = fn;
+  sa.sa_flags = SA_RESTART;
+  sigaction(sig, &sa, 0);
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, 0, _IONBF, 0);
+  if (argc < 2) return 2;
+  const char *mode = argv[1];
+  pthread_t t;
+  if (!strcmp(mode, "spin")) {
+    int n = argc > 2 ? atoi(argv[2]) : 1;
+    for (int i = 1; i < n; i++) pthread_create(&t, 0, spinner, 0);
+    printf("ready\n");
+    spinner(0);
+  } else if (!strcmp(mode, "signals")) {
+    handle(SIGUSR1, on_usr1);
+    handle(SIGRTMIN + 6, on_rt);
+    handle(SIGTERM, on_term);
+    pthread_create(&t, 0, spinner, 0);
+    printf("ready\n");
+    while (!term) spin_leaf();
+    printf("usr1=%d rt=%d\n", (int)usr1, (int)rt);
+    return 0;
+  } else if (!strcmp(mode, "churn")) {
+    printf("ready\n");
+    for (long k = 0;; k++) {
+      pthread_t ts[4];
+      for (int i = 0; i < 4; i++) pthread_create(&ts[i], 0, short_worker, (void *)k);
+      for (int i = 0; i < 4; i++) pthread_join(ts[i], 0);
+    }
+  } else if (!strcmp(mode, "exit")) {
+    int ms = argc > 2 ? atoi(argv[2]) : 100;
+    pthread_create(&t, 0, spinner, 0);
+    pthread_create(&t, 0, spinner, 0);
+    printf("ready\n");
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, 0);
+    exit(7);
+  }
+  return 2;
+}

@@ -1,0 +1,271 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Tracer owns one OS thread, the only one that issues ptrace requests and
+// waits for tracees: the kernel binds a tracee to the tracer thread, not the
+// process. Every method hands a closure to that thread and waits for it, so
+// all Tracer and Process methods are safe for concurrent use.
+type Tracer struct {
+	reqs      chan request
+	quit      chan struct{} // closed by Close
+	done      chan struct{} // closed when the tracer goroutine returned
+	closeOnce sync.Once
+
+	// Owned by the tracer goroutine.
+	tid     int              // the tracer thread; what tracees show as TracerPid
+	procs   map[int]*Process // by PID
+	threads map[int]*thread  // by TID, every process
+	raw     prstatus         // NT_PRSTATUS buffer
+	rawIov  unix.Iovec
+	local   [1]unix.Iovec
+	remote  [1]unix.RemoteIovec
+}
+
+type request struct {
+	fn    func()
+	reply chan any // nil, or a recovered panic value
+}
+
+var replyPool = sync.Pool{New: func() any { return make(chan any, 1) }}
+
+// NewTracer starts the tracer thread.
+func NewTracer() *Tracer {
+	t := &Tracer{
+		reqs:    make(chan request),
+		quit:    make(chan struct{}),
+		done:    make(chan struct{}),
+		procs:   make(map[int]*Process),
+		threads: make(map[int]*thread),
+	}
+	started := make(chan struct{})
+	go t.loop(started, 0)
+	<-started
+	return t
+}
+
+// hasChildren reports whether the calling OS thread forked processes that
+// still exist. Such a thread would see their exits among its tracees' wait
+// events; the tracer wants a thread without them.
+func hasChildren() bool {
+	b, err := os.ReadFile("/proc/thread-self/children")
+	return err == nil && len(strings.TrimSpace(string(b))) > 0
+}
+
+// safetyPoll bounds how long a tracee event can wait unnoticed if a SIGCHLD
+// was somehow missed (say, another package reset the handler).
+const safetyPoll = 100 * time.Millisecond
+
+func (t *Tracer) loop(started chan<- struct{}, attempt int) {
+	// Never unlocked: when this goroutine returns, the runtime ends the OS
+	// thread, and the kernel detaches whatever it still traced.
+	runtime.LockOSThread()
+	if attempt < 8 && hasChildren() {
+		// A pooled thread that once ran exec.Cmd.Start: retire it (its
+		// children move to another thread of the process) and try again.
+		go t.loop(started, attempt+1)
+		return
+	}
+	t.tid = unix.Gettid()
+	defer close(t.done)
+	// Every ptrace-stop of a tracee sends SIGCHLD to the tracer, so events
+	// of threads nobody is sampling (a signal to deliver, a group-stop, a
+	// new thread) are handled promptly instead of leaving the thread stuck.
+	sigchld := make(chan os.Signal, 1)
+	signal.Notify(sigchld, unix.SIGCHLD)
+	defer signal.Stop(sigchld)
+	tick := time.NewTicker(safetyPoll)
+	defer tick.Stop()
+	close(started)
+	for {
+		select {
+		case r := <-t.reqs:
+			r.reply <- t.run(r.fn)
+		case <-sigchld:
+			t.drain()
+		case <-tick.C:
+			if len(t.threads) > 0 {
+				t.drain()
+			}
+		case <-t.quit:
+			t.detachAll()
+			return
+		}
+	}
+}
+
+func (t *Tracer) run(fn func()) (p any) {
+	defer func() { p = recover() }()
+	fn()
+	return nil
+}
+
+// do runs fn on the tracer thread and waits for it. A panic in fn is
+// re-raised in the caller, so the tracer thread survives to detach.
+func (t *Tracer) do(fn func()) error {
+	reply := replyPool.Get().(chan any)
+	select {
+	case t.reqs <- request{fn, reply}:
+	case <-t.quit:
+		return ErrTracerClosed
+	}
+	p := <-reply
+	replyPool.Put(reply)
+	if p != nil {
+		panic(p)
+	}
+	return nil
+}
+
+// Close detaches every process and stops the tracer thread. It is
+// idempotent.
+func (t *Tracer) Close() {
+	t.closeOnce.Do(func() { close(t.quit) })
+	<-t.done
+}
+
+// DetachAll detaches every attached process. Call it on SIGINT, SIGTERM,
+// SIGHUP and from a deferred recover; it is idempotent and safe from any
+// goroutine. It returns the first detach error, after trying all.
+func (t *Tracer) DetachAll() error {
+	var err error
+	if e := t.do(func() { err = t.detachAll() }); e != nil {
+		return nil // closed: Close already detached everything
+	}
+	return err
+}
+
+func (t *Tracer) detachAll() error {
+	var first error
+	for _, p := range t.procs {
+		if err := p.detach(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// drain handles every pending wait event of this thread's tracees
+// without blocking.
+func (t *Tracer) drain() {
+	for {
+		wpid, ws, stray := t.next(unix.WNOHANG)
+		if stray {
+			t.drainEach(nil)
+			return
+		}
+		if wpid <= 0 {
+			return
+		}
+		t.dispatch(wpid, ws)
+	}
+}
+
+// next consumes the next wait event of one of our tracees. It peeks first:
+// the event of a child that is not a tracee must be left for its owner, so
+// next reports it as stray and the caller polls tracees one by one.
+func (t *Tracer) next(options int) (wpid int, ws unix.WaitStatus, stray bool) {
+	pid := peekTracee(options)
+	if pid <= 0 {
+		return pid, 0, false
+	}
+	if t.threads[pid] == nil && t.adopt(pid) == nil {
+		return 0, 0, true
+	}
+	wpid, ws, err := wait4(pid, unix.WNOHANG)
+	if err != nil || wpid != pid {
+		return 0, 0, false
+	}
+	return wpid, ws, false
+}
+
+// drainEach polls every tracee thread but except.
+func (t *Tracer) drainEach(except *thread) {
+	for tid, th := range t.threads {
+		if th == except {
+			continue
+		}
+		for t.threads[tid] == th {
+			wpid, ws, err := wait4(tid, unix.WNOHANG)
+			if err == unix.ECHILD {
+				th.proc.gone(th)
+				break
+			}
+			if err != nil || wpid != tid {
+				break
+			}
+			th.proc.onStatus(th, ws, false)
+		}
+	}
+}
+
+// dispatch applies a wait status to whichever thread reported it, with the
+// default policy (resume unless its process is frozen).
+func (t *Tracer) dispatch(wpid int, ws unix.WaitStatus) {
+	th := t.threads[wpid]
+	if th == nil {
+		th = t.adopt(wpid)
+	}
+	if th == nil {
+		// A tracee no Process knows (say, a main thread dropped as a
+		// zombie): never leave it stopped.
+		if ws.Stopped() {
+			sig := 0
+			if ptraceEvent(ws) == 0 {
+				sig = int(ws.StopSignal())
+			}
+			ptraceReq(unix.PTRACE_DETACH, wpid, 0, uintptr(sig))
+		}
+		return
+	}
+	th.proc.onStatus(th, ws, false)
+}
+
+// adopt registers a thread auto-attached by PTRACE_O_TRACECLONE whose
+// first stop arrived before its parent's clone event.
+func (t *Tracer) adopt(tid int) *thread {
+	st, err := readStatus(tid)
+	if err != nil {
+		return nil
+	}
+	tgid, _ := strconv.Atoi(st["Tgid"])
+	tracer, _ := strconv.Atoi(st["TracerPid"])
+	p := t.procs[tgid]
+	if p == nil || tracer != t.tid {
+		return nil
+	}
+	return p.addThread(tid, stateNewborn)
+}
+
+// listTasks returns the TIDs in /proc/PID/task.
+func listTasks(pid int) ([]int, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return nil, err
+	}
+	tids := make([]int, 0, len(names))
+	for _, n := range names {
+		if tid, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
