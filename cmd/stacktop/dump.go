@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"stacktop/ptrace"
+	"stacktop/sampler"
+	"stacktop/stackdump"
+)
+
+// Exit codes of `stacktop dump`, documented in the README.
+const (
+	exitDumpComplete  = 0 // every thread unwound to its outermost frame
+	exitDumpTruncated = 1 // some stacks are truncated
+	exitDumpNothing   = 2 // nothing dumped: no such process, attach refused, ...
+)
+
+func init() {
+	register(command{name: "dump", brief: "print the stack of every thread once (pstack)", run: runDump})
+}
+
+func runDump(args []string) int {
+	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
+	pid := fs.Int("p", 0, "process to dump (required)")
+	tid := fs.Int("tid", 0, "dump only this thread")
+	asJSON := fs.Bool("json", false, "print one JSON document (schema in the README)")
+	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
+	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return exitUsage
+	}
+	if *pid <= 0 || fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	return withTracer(nil, func(tr *ptrace.Tracer) int {
+		res, err := stackdump.Run(tr, *pid, stackdump.Options{
+			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{StackWindow: *window},
+		})
+		if err != nil && (res == nil || len(res.Threads) == 0) {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			var ae *ptrace.AttachError
+			if errors.As(err, &ae) {
+				return exitDumpNothing
+			}
+			return exitDumpNothing
+		}
+		if *asJSON {
+			err = stackdump.WriteJSON(os.Stdout, res)
+		} else {
+			err = stackdump.WriteText(os.Stdout, res)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+		}
+		stackdump.WriteSummary(os.Stderr, res)
+		if !res.Complete() {
+			return exitDumpTruncated
+		}
+		return exitDumpComplete
+	})
+}

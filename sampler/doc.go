@@ -1,0 +1,21 @@
+// Package sampler turns threads of a live process into symbolised stacks.
+// It is the one place where the pipeline is wired together:
+//
+//	ptrace (registers + a copy of the stack) -> unwind (with procmaps and
+//	sframe) -> symbols -> profile.Frame
+//
+// dump, record and top all stand on it.
+//
+// Lifecycle: Open attaches to a process (every thread, PTRACE_SEIZE: no
+// signal, no stop) and loads its address space; Stack samples one thread;
+// Close detaches. A Target is used from one goroutine; the ptrace.Tracer it
+// runs on serialises the ptrace requests of all targets on its locked OS
+// thread.
+//
+// Pauses: a thread is stopped only while its registers and a bounded window
+// of its stack (Options.StackWindow bytes above SP) are copied; it is
+// resumed before the unwinder runs. Frames beyond the window are read from
+// the live process, which is consistent for the outer frames of a running
+// thread (they do not change while it runs below them) and exact under
+// Freeze.
+package sampler

@@ -1,0 +1,579 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/ptrace"
+)
+
+// DefaultRate is the default sampling rate in Hz: 99, not 100, so ticks do
+// not line up with work that runs every 10 ms.
+const DefaultRate = 99
+
+// jitter is the largest relative change of one tick's period. The mean
+// period stays 1/Rate; the spread keeps ticks from aliasing with periodic
+// work of the target.
+const jitter = 0.2
+
+// EngineOptions configure periodic sampling.
+type EngineOptions struct {
+	Rate     float64       // ticks per second; 0 means DefaultRate
+	Duration time.Duration // 0: until the context ends or the process exits
+	// Idle makes a wall-clock profile: every thread is counted at every
+	// tick, and a thread that did not run since its last sample is not
+	// stopped again, its last stack is counted once more (it cannot have
+	// changed). Without Idle only threads that ran since the previous tick
+	// are sampled (an on-CPU profile).
+	Idle bool
+	TIDs []int // sample only these threads; nil means all
+	Seed uint64
+}
+
+// Engine samples one Target periodically into a profile.Profile. Run drives
+// it from one goroutine; Snapshot and Stats may be called from any other.
+type Engine struct {
+	t      *Target
+	opts   EngineOptions
+	period time.Duration
+	rng    *rand.Rand
+	only   map[int]bool
+
+	// Owned by Run's goroutine.
+	threads map[int]*threadState
+	execs   int
+	buf     []byte
+
+	mu    sync.Mutex // guards prof (writes happen under it) and st
+	prof  *profile.Profile
+	st    engineStats
+	start time.Time
+}
+
+// threadState is what the engine remembers of one thread between ticks.
+type threadState struct {
+	tid      int
+	fd       int // open /proc/PID/task/TID/schedstat, or -1
+	name     string
+	named    time.Time // when name was read
+	last     procmaps.Schedstat
+	hasLast  bool
+	// The run the engine's last stop of the thread will show in its
+	// schedstat, not yet seen (see ranSince).
+	owedSlices, owedNS uint64
+	stack    []profile.Frame
+	complete bool
+	seenTick int64
+}
+
+// engineStats are the counters behind Stats, guarded by Engine.mu.
+type engineStats struct {
+	ticks, missedTicks      int64
+	samples, stops, reused  int64
+	failed, gone            int64
+	pause, pauseTotal       histogram
+	interrupts              map[int]int64
+	threads                 int
+	exited                  bool
+	lastErr                 error
+	elapsed                 time.Duration
+	tickWork, tickWorkMax   time.Duration
+	scanned, scannedPerTick int64
+}
+
+// Stats is a copy of the engine's counters.
+type Stats struct {
+	Elapsed     time.Duration
+	Ticks       int64   // ticks run
+	MissedTicks int64   // ticks skipped because sampling overran the period
+	Rate        float64 // achieved ticks per second
+	Samples     int64   // thread stacks added to the profile (Stops + Reused)
+	Stops       int64   // thread samples that stopped the thread (PTRACE_INTERRUPT)
+	Reused      int64   // --idle samples that reused an unchanged thread's stack
+	Failed      int64   // thread samples that failed (not counting exits)
+	Gone        int64   // thread samples not taken because the thread exited
+	Truncated   int64   // stacks that did not reach the outermost frame
+	Methods     map[string]int64
+	Threads     int // threads traced now
+	// Pause is how long a thread stayed stopped per sample (stop reported
+	// by wait -> resume request returned); PauseTotal counts from the
+	// PTRACE_INTERRUPT request instead.
+	Pause, PauseTotal PauseStats
+	// Interrupts counts, per TID, the samples that stopped the thread.
+	Interrupts map[int]int64
+	// TickWork is the mean time one tick took (scan + samples + unwinds),
+	// TickWorkMax the longest.
+	TickWork, TickWorkMax time.Duration
+	Exited                bool  // the process is gone
+	LastErr               error // last sampling error other than an exit
+}
+
+// PauseStats summarises durations: exact maximum, median and 99th
+// percentile within 2%.
+type PauseStats struct {
+	N                int64
+	Median, P99, Max time.Duration
+}
+
+// NewEngine prepares periodic sampling of t. It takes no sample yet.
+func NewEngine(t *Target, opts EngineOptions) *Engine {
+	if opts.Rate <= 0 {
+		opts.Rate = DefaultRate
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	e := &Engine{
+		t: t, opts: opts,
+		period:  time.Duration(float64(time.Second) / opts.Rate),
+		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		threads: map[int]*threadState{},
+		buf:     make([]byte, 128),
+		execs:   t.proc.Execs(),
+	}
+	if len(opts.TIDs) > 0 {
+		e.only = map[int]bool{}
+		for _, tid := range opts.TIDs {
+			e.only[tid] = true
+		}
+	}
+	e.st.interrupts = map[int]int64{}
+	e.start = time.Now()
+	e.prof = profile.New(t.PID, procmaps.Cmdline(t.PID), e.start, e.period)
+	return e
+}
+
+// Target returns the sampled target.
+func (e *Engine) Target() *Target { return e.t }
+
+// Run samples until ctx is done, Duration has passed or the process exited.
+// It returns nil in all three cases; Stats().Exited tells the last one.
+// Run must be called once.
+func (e *Engine) Run(ctx context.Context) error {
+	defer e.closeThreads()
+	e.mu.Lock()
+	e.start = time.Now()
+	e.prof.Start = e.start
+	e.mu.Unlock()
+	var deadline time.Time
+	if e.opts.Duration > 0 {
+		deadline = e.start.Add(e.opts.Duration)
+	}
+	// The first scan only takes each thread's baseline CPU time: "ran
+	// since the previous tick" needs a previous tick.
+	if e.scan(0, time.Now()) {
+		return nil
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	next := e.start
+	for tick := int64(1); ; tick++ {
+		next = next.Add(e.jittered())
+		if now := time.Now(); now.After(next) {
+			// Overran: skip the ticks that are already late rather than
+			// sampling back to back.
+			late := int64(now.Sub(next)/e.period) + 1
+			next = next.Add(time.Duration(late) * e.period)
+			e.mu.Lock()
+			e.st.missedTicks += late
+			e.mu.Unlock()
+		}
+		if !deadline.IsZero() && next.After(deadline) {
+			e.finish(time.Now())
+			return nil
+		}
+		timer.Reset(time.Until(next))
+		select {
+		case <-ctx.Done():
+			e.finish(time.Now())
+			return nil
+		case <-timer.C:
+		}
+		if e.scan(tick, time.Now()) {
+			return nil
+		}
+	}
+}
+
+func (e *Engine) jittered() time.Duration {
+	f := 1 + jitter*(2*e.rng.Float64()-1)
+	return time.Duration(float64(e.period) * f)
+}
+
+func (e *Engine) finish(now time.Time) {
+	e.mu.Lock()
+	e.st.elapsed = now.Sub(e.start)
+	e.syncCounters()
+	e.mu.Unlock()
+}
+
+// sampled is one thread's contribution to a tick, added to the profile
+// under the lock once the whole tick was taken.
+type sampled struct {
+	th       *threadState
+	frames   []profile.Frame
+	complete bool
+	stopped  bool
+	pause    time.Duration
+	total    time.Duration
+}
+
+// scan runs one tick: list the threads, decide which to sample, sample
+// them. tick 0 only records baselines. It reports whether the process is
+// gone.
+func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
+	proc := e.t.proc
+	if n := proc.Execs(); n != e.execs {
+		e.execs = n
+		e.t.reload()
+		cmd := procmaps.Cmdline(e.t.PID)
+		e.mu.Lock()
+		e.prof.Command = cmd
+		e.mu.Unlock()
+		for _, th := range e.threads {
+			th.stack = nil // stacks of the old image
+		}
+	}
+	tids := proc.Threads()
+	if len(tids) == 0 {
+		e.markExited(now, nil)
+		return true
+	}
+	var (
+		batch   []sampled
+		failed  int64
+		gone    int64
+		lastErr error
+	)
+	for _, tid := range tids {
+		if e.only != nil && !e.only[tid] {
+			continue
+		}
+		th := e.threads[tid]
+		fresh := th == nil
+		if fresh {
+			th = e.newThread(tid, now)
+			e.threads[tid] = th
+		}
+		th.seenTick = tick
+		cur, ok := e.readSchedstat(th)
+		if !ok {
+			continue // exited since the listing
+		}
+		ran := fresh || !th.hasLast || e.ranSince(th, cur)
+		th.last, th.hasLast = cur, true
+		if tick == 0 {
+			continue
+		}
+		if !ran && !e.opts.Idle {
+			continue
+		}
+		if !ran && th.stack != nil {
+			batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
+			continue
+		}
+		var ts ThreadStack
+		err := e.t.stackInto(&ts, tid)
+		switch {
+		case errors.Is(err, ptrace.ErrProcessExited):
+			e.commit(batch, now, failed, gone, lastErr)
+			e.markExited(now, nil)
+			return true
+		case errors.Is(err, ptrace.ErrThreadExited), errors.Is(err, ptrace.ErrUnknownThread):
+			gone++
+			e.dropThread(th)
+			continue
+		case err != nil:
+			failed++
+			lastErr = err
+			continue
+		}
+		th.owedSlices, th.owedNS = ownSlices, ownRunNS
+		th.stack, th.complete = ts.Frames, ts.Complete
+		e.refreshName(th, now)
+		batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
+			stopped: true, pause: ts.Stopped, total: ts.Total})
+	}
+	// Forget threads that were not listed: they exited.
+	for tid, th := range e.threads {
+		if th.seenTick != tick {
+			e.dropThread(th)
+			delete(e.threads, tid)
+		}
+	}
+	if tick > 0 {
+		e.commit(batch, now, failed, gone, lastErr)
+	}
+	return false
+}
+
+// ranSince reports whether th ran since its previous reading. A thread the
+// engine stopped at the previous tick was woken by that stop itself (the
+// interrupt and the resume each put it on a CPU briefly): a delta that
+// small is the engine's own doing, not the thread's.
+func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
+	if cur.RunNS == th.last.RunNS && cur.Timeslices == th.last.Timeslices {
+		return false
+	}
+	dSlices, dNS := cur.Timeslices-th.last.Timeslices, cur.RunNS-th.last.RunNS
+	if dSlices <= th.owedSlices && dNS <= th.owedNS {
+		// The resume may be scheduled well after the next tick on a busy
+		// machine, so the allowance lasts until it is used up.
+		th.owedSlices -= dSlices
+		th.owedNS -= dNS
+		return false
+	}
+	th.owedSlices, th.owedNS = 0, 0
+	return true
+}
+
+// A stop and resume cost a sleeping thread up to two trips onto a CPU (the
+// wake into the ptrace stop, then the restart of its system call) and
+// some microseconds of CPU time.
+const (
+	ownSlices = 2
+	ownRunNS  = 50_000
+)
+
+func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, lastErr error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range batch {
+		b := &batch[i]
+		e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
+			Frames: b.frames, Truncated: !b.complete})
+		e.st.samples++
+		if b.stopped {
+			e.st.stops++
+			e.st.interrupts[b.th.tid]++
+			e.st.pause.add(b.pause)
+			e.st.pauseTotal.add(b.total)
+		} else {
+			e.st.reused++
+		}
+	}
+	e.st.ticks++
+	e.st.failed += failed
+	e.st.gone += gone
+	if lastErr != nil {
+		e.st.lastErr = lastErr
+	}
+	e.st.threads = len(e.threads)
+	work := time.Since(now)
+	e.st.tickWork += work
+	e.st.tickWorkMax = max(e.st.tickWorkMax, work)
+	e.st.elapsed = time.Since(e.start)
+	e.syncCounters()
+}
+
+// syncCounters copies the engine's counters into the profile's, which the
+// outputs report. Called with mu held.
+func (e *Engine) syncCounters() {
+	e.prof.Missed = e.st.missedTicks + e.st.failed
+	e.prof.Errors = e.st.failed
+}
+
+func (e *Engine) markExited(now time.Time, err error) {
+	e.mu.Lock()
+	e.st.exited = true
+	e.st.threads = 0
+	e.st.elapsed = now.Sub(e.start)
+	if err != nil {
+		e.st.lastErr = err
+	}
+	e.syncCounters()
+	e.mu.Unlock()
+}
+
+func (e *Engine) newThread(tid int, now time.Time) *threadState {
+	th := &threadState{tid: tid, fd: -1}
+	path := "/proc/" + strconv.Itoa(e.t.PID) + "/task/" + strconv.Itoa(tid) + "/schedstat"
+	if fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
+		th.fd = fd
+	}
+	e.refreshName(th, now)
+	return th
+}
+
+// nameRefresh is how often the name of a sampled thread is read again
+// (threads name themselves after they start).
+const nameRefresh = time.Second
+
+func (e *Engine) refreshName(th *threadState, now time.Time) {
+	if th.name != "" && now.Sub(th.named) < nameRefresh {
+		return
+	}
+	th.named = now
+	b, err := readSmall("/proc/"+strconv.Itoa(e.t.PID)+"/task/"+strconv.Itoa(th.tid)+"/comm", e.buf)
+	if err == nil {
+		if n := len(b); n > 0 && b[n-1] == '\n' {
+			b = b[:n-1]
+		}
+		th.name = string(b)
+	}
+}
+
+// readSchedstat reads th's CPU time. The file stays open between ticks
+// (lseek and read cost a fraction of open+read+close, which matters with
+// thousands of threads at 99 Hz); without the file, the stat tick counts
+// stand in.
+func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
+	if th.fd >= 0 {
+		// lseek+read, not pread: pread(fd, buf, 0) of a seq_file that was
+		// read to its end returns the old contents again.
+		if _, err := unix.Seek(th.fd, 0, io.SeekStart); err != nil {
+			return procmaps.Schedstat{}, false
+		}
+		n, err := unix.Read(th.fd, e.buf)
+		if err != nil || n <= 0 {
+			return procmaps.Schedstat{}, false
+		}
+		ss, err := procmaps.ParseSchedstat(e.buf[:n])
+		return ss, err == nil
+	}
+	info, err := procmaps.ReadThreadInfo(e.t.PID, th.tid)
+	if err != nil {
+		return procmaps.Schedstat{}, false
+	}
+	if info.HasSched {
+		return info.Sched, true
+	}
+	// Ticks as run time, so RanSince-style comparison still works.
+	return procmaps.Schedstat{RunNS: info.CPUTicks()}, true
+}
+
+func (e *Engine) dropThread(th *threadState) {
+	if th.fd >= 0 {
+		unix.Close(th.fd)
+		th.fd = -1
+	}
+}
+
+func (e *Engine) closeThreads() {
+	for _, th := range e.threads {
+		e.dropThread(th)
+	}
+}
+
+// readSmall reads a small /proc file into buf.
+func readSmall(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	n, err := unix.Read(fd, buf)
+	if err != nil {
+		return nil, err
+	}
+	return buf[:n], nil
+}
+
+// Snapshot returns an immutable copy of the profile so far.
+func (e *Engine) Snapshot() *profile.Profile {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.prof.Snapshot()
+}
+
+// Stats returns a copy of the engine's counters.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := Stats{
+		Elapsed: e.st.elapsed, Ticks: e.st.ticks, MissedTicks: e.st.missedTicks,
+		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
+		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated,
+		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
+		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
+		TickWorkMax: e.st.tickWorkMax,
+		Methods:     make(map[string]int64, len(e.prof.Methods)),
+		Interrupts:  make(map[int]int64, len(e.st.interrupts)),
+	}
+	for k, v := range e.prof.Methods {
+		s.Methods[k] = v
+	}
+	for k, v := range e.st.interrupts {
+		s.Interrupts[k] = v
+	}
+	if e.st.ticks > 0 {
+		s.TickWork = e.st.tickWork / time.Duration(e.st.ticks)
+	}
+	if secs := s.Elapsed.Seconds(); secs > 0 {
+		s.Rate = float64(s.Ticks) / secs
+	}
+	return s
+}
+
+// String is the one-line progress form of s.
+func (s Stats) String() string {
+	return fmt.Sprintf("%5.1fs  %d samples  %.1f Hz  %d threads  %d errors",
+		s.Elapsed.Seconds(), s.Samples, s.Rate, s.Threads, s.Failed)
+}
+
+// histogram counts durations in buckets 2% wide (log scale from 100 ns),
+// so quantiles of millions of pauses cost a fixed 1,200 counters.
+type histogram struct {
+	counts []int64
+	n      int64
+	max    time.Duration
+}
+
+const (
+	histBase  = 100 * time.Nanosecond
+	histRatio = 1.02
+)
+
+var histLogRatio = math.Log(histRatio)
+
+func (h *histogram) add(d time.Duration) {
+	i := 0
+	if d > histBase {
+		i = int(math.Log(float64(d)/float64(histBase))/histLogRatio) + 1
+	}
+	if i >= len(h.counts) {
+		h.counts = append(h.counts, make([]int64, i+1-len(h.counts))...)
+	}
+	h.counts[i]++
+	h.n++
+	h.max = max(h.max, d)
+}
+
+// upper is the largest duration bucket i holds.
+func upper(i int) time.Duration {
+	if i == 0 {
+		return histBase
+	}
+	return time.Duration(float64(histBase) * math.Pow(histRatio, float64(i)))
+}
+
+func (h *histogram) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := int64(q*float64(h.n-1)) + 1
+	var seen int64
+	for i, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			return min(upper(i), h.max)
+		}
+	}
+	return h.max
+}
+
+func (h *histogram) stats() PauseStats {
+	return PauseStats{N: h.n, Median: h.quantile(0.5), P99: h.quantile(0.99), Max: h.max}
+}

@@ -1,0 +1,226 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/ptrace"
+	"stacktop/regs"
+	"stacktop/symbols"
+	"stacktop/unwind"
+)
+
+// DefaultStackWindow is how many bytes above SP are copied while a thread is
+// stopped. 16 KiB holds the frames of typical call chains; the rest is read
+// live after the thread resumed.
+const DefaultStackWindow = 16 << 10
+
+// Options tune a Target.
+type Options struct {
+	StackWindow int // bytes copied above SP while stopped; 0 means DefaultStackWindow
+	MaxDepth    int // frames per stack; 0 means unwind.DefaultMaxDepth
+}
+
+// ThreadStack is one thread's symbolised stack.
+type ThreadStack struct {
+	TID      int
+	Name     string // comm
+	State    string // R, S, D, T, t, ... as /proc shows it before the sample
+	Frames   []profile.Frame
+	Complete bool  // the walk reached the outermost frame
+	Err      error // why the walk stopped early (Complete false), or the sample failed
+	Stopped  time.Duration
+	Total    time.Duration
+}
+
+// Target is an attached process.
+type Target struct {
+	PID   int
+	Arch  regs.Arch
+	proc  *ptrace.Process
+	mem   *ptrace.Memory
+	cache *procmaps.ModuleCache
+	space *procmaps.AddressSpace
+	mods  moduleIndex
+	syms  symbolCache
+	opts  Options
+
+	walker unwind.Walker
+	sample ptrace.Sample
+	window unwind.StackWindow
+}
+
+// Open attaches to pid through tracer and loads its address space. cache may
+// be shared between targets (the same libraries are opened once).
+func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Options) (*Target, error) {
+	if opts.StackWindow <= 0 {
+		opts.StackWindow = DefaultStackWindow
+	}
+	proc, err := tracer.Attach(pid)
+	if err != nil {
+		return nil, err
+	}
+	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: symbolCache{}}
+	if err := t.refresh(); err != nil {
+		proc.Detach()
+		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
+	}
+	t.Arch = t.arch()
+	return t, nil
+}
+
+// arch is the target's architecture: that of its main executable.
+func (t *Target) arch() regs.Arch {
+	for i := range t.space.Exec {
+		if m := t.space.Exec[i].Module; m != nil && m.Type == 2 /* ET_EXEC */ || m != nil && m.Arch != regs.ArchUnknown {
+			return m.Arch
+		}
+	}
+	return regs.ArchUnknown
+}
+
+// Process gives access to the attached process (freeze, thread list).
+func (t *Target) Process() *ptrace.Process { return t.proc }
+
+// Close detaches from every thread. It is safe to call more than once.
+func (t *Target) Close() error {
+	err := t.proc.Detach()
+	t.mem.Close()
+	return err
+}
+
+// refresh reloads /proc/PID/maps (cheaply: an unchanged file keeps the old
+// snapshot) and rebuilds the module index the unwinder searches.
+func (t *Target) refresh() error {
+	var (
+		space *procmaps.AddressSpace
+		err   error
+	)
+	if t.space == nil {
+		space, err = procmaps.LoadAddressSpace(t.PID, t.cache)
+	} else {
+		space, err = t.space.Refresh()
+	}
+	if err != nil {
+		return err
+	}
+	if space != t.space {
+		t.space = space
+		t.mods = newModuleIndex(space)
+	}
+	return nil
+}
+
+// Stack samples thread tid and returns its symbolised stack. A sample error
+// (the thread exited, the process is gone) is returned as is; an unwind
+// that stopped early is a ThreadStack with Complete false and Err set.
+func (t *Target) Stack(tid int) (ThreadStack, error) {
+	ts := ThreadStack{TID: tid}
+	if info, err := procmaps.ReadThreadInfo(t.PID, tid); err == nil {
+		ts.Name, ts.State = info.Name, string(info.State)
+	}
+	err := t.stackInto(&ts, tid)
+	return ts, err
+}
+
+// stackInto is Stack without reading the thread's name and state: the
+// periodic engine knows them already and samples far more often than dump.
+func (t *Target) stackInto(ts *ThreadStack, tid int) error {
+	ts.TID = tid
+	if err := t.proc.SampleInto(&t.sample, tid, t.opts.StackWindow, 0); err != nil {
+		return err
+	}
+	ts.Stopped, ts.Total = t.sample.Stopped, t.sample.Total
+	t.unwind(ts)
+	return nil
+}
+
+// reload drops the address space and reads it again from scratch: after an
+// execve every mapping, module and symbol table of the old image is stale.
+func (t *Target) reload() error {
+	t.space = nil
+	if err := t.refresh(); err != nil {
+		return err
+	}
+	t.Arch = t.arch()
+	return nil
+}
+
+// unwind walks the stack of the sample just taken and symbolises it.
+func (t *Target) unwind(ts *ThreadStack) {
+	s := &t.sample
+	if _, ok := t.space.Find(s.Regs.PC); !ok {
+		// New code since the maps were read (dlopen, exec): reload once.
+		t.refresh()
+	}
+	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
+	opts := unwind.Options{MaxDepth: t.opts.MaxDepth}
+	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
+		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
+	}
+	st := t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
+	ts.Complete, ts.Err = st.Complete, st.Err
+	ts.Frames = make([]profile.Frame, 0, len(st.Frames))
+	for _, f := range st.Frames {
+		ts.Frames = append(ts.Frames, t.symbolize(f))
+	}
+}
+
+// symbolize names one frame. A caller's PC is a return address, which can
+// be the first byte after its function (a call to a noreturn function at
+// the end): the symbol is looked up at PC-1, as gdb does, while the printed
+// offset stays relative to PC.
+func (t *Target) symbolize(f unwind.Frame) profile.Frame {
+	out := profile.Frame{PC: f.PC, Method: f.Method.String()}
+	em, ok := t.space.Find(f.PC)
+	if !ok {
+		return out
+	}
+	out.Module = em.Path
+	out.MapStart, out.MapLimit, out.MapOffset = em.Start, em.End, em.Offset
+	if em.IsVDSO {
+		out.Module = "[vdso]"
+	}
+	vaddr := f.PC - em.Bias
+	out.Offset = vaddr
+	if em.Module == nil {
+		if out.Module == "" {
+			out.Offset = f.PC - em.Start
+		}
+		return out
+	}
+	out.BuildID = em.Module.BuildID
+	lookup := vaddr
+	if !f.Exact && lookup > 0 {
+		lookup--
+	}
+	if tab := t.syms.table(em.Module); tab != nil {
+		if sym, ok := tab.Lookup(lookup); ok {
+			out.Function, out.Offset = sym.Name, vaddr-sym.Start
+		}
+	}
+	return out
+}
+
+// symbolCache holds one symbol table per module, loaded on first use.
+type symbolCache map[*procmaps.Module]*symbols.Table
+
+func (c symbolCache) table(m *procmaps.Module) *symbols.Table {
+	if tab, ok := c[m]; ok {
+		return tab
+	}
+	tab, err := symbols.Load(m.File)
+	if err != nil {
+		tab = nil // an unreadable symbol table leaves module+offset names
+	}
+	c[m] = tab
+	return tab
+}
+
+// IsGone reports whether err means the thread or process no longer exists.
+func IsGone(err error) bool {
+	return errors.Is(err, ptrace.ErrThreadExited) || errors.Is(err, ptrace.ErrProcessExited)
+}

@@ -1,0 +1,247 @@
+package sampler
+
+import (
+	"debug/elf"
+	"fmt"
+	"sync"
+
+	"stacktop/debuginfo"
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/symbols"
+	"stacktop/unwind"
+)
+
+// SymbolOptions choose how much source detail symbolisation adds.
+type SymbolOptions struct {
+	NoInline bool // one frame per PC: inlined calls are not expanded
+	NoLines  bool // no file:line, no inline frames: DWARF is not read
+}
+
+// symbolizeFrames names the frames of one stack, leaf first. With DWARF a
+// PC can give several frames: the calls inlined at it (Inlined true,
+// innermost first) then the function that contains it.
+//
+// A caller's PC is a return address, which can be the first byte after
+// its function (a call to a noreturn function at the end): names and
+// lines are looked up at PC-1, as gdb does, while the printed offset stays
+// relative to PC.
+func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) []profile.Frame {
+	s := symbolizerFor(t.cache)
+	out := make([]profile.Frame, 0, len(frames))
+	for _, f := range frames {
+		out = s.appendFrames(out, t, f, opt)
+	}
+	return out
+}
+
+// symbolizers holds one symbolizer per ModuleCache: a module's symbols
+// and debug info belong to the object, so targets sharing a cache share
+// them too. A Target field would serve as well once sampler.go holds one.
+var symbolizers struct {
+	sync.Mutex
+	m map[*procmaps.ModuleCache]*symbolizer
+}
+
+func symbolizerFor(c *procmaps.ModuleCache) *symbolizer {
+	symbolizers.Lock()
+	defer symbolizers.Unlock()
+	s := symbolizers.m[c]
+	if s == nil {
+		if symbolizers.m == nil {
+			symbolizers.m = map[*procmaps.ModuleCache]*symbolizer{}
+		}
+		s = &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
+		symbolizers.m[c] = s
+	}
+	return s
+}
+
+// releaseSymbols drops the symbols held for cache c and closes the debug
+// files opened for them. Call it when c is closed.
+func releaseSymbols(c *procmaps.ModuleCache) {
+	symbolizers.Lock()
+	s := symbolizers.m[c]
+	delete(symbolizers.m, c)
+	symbolizers.Unlock()
+	if s != nil {
+		s.close()
+	}
+}
+
+// symbolizer caches, per module, its symbol table (merged with its debug
+// file's), its DWARF line index and the source frames of the PCs seen.
+type symbolizer struct {
+	mu   sync.Mutex
+	mods map[*procmaps.Module]*moduleSymbols
+}
+
+func (s *symbolizer) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ms := range s.mods {
+		if ms.debug != nil {
+			ms.debug.Close()
+		}
+	}
+	s.mods = nil
+}
+
+// moduleSymbols is what one module offers for naming.
+type moduleSymbols struct {
+	table *symbols.Table
+	debug *debuginfo.DebugFile // nil without a separate debug file
+
+	linesOnce sync.Once
+	lines     *debuginfo.Lines   // nil without DWARF
+	gotab     *debuginfo.GoTable // nil unless a Go program
+	linesErr  error
+
+	mu  sync.Mutex
+	pcs map[uint64][]debuginfo.Frame // source frames by lookup address
+}
+
+// maxCachedPCs bounds each module's PC cache; past it the cache restarts.
+const maxCachedPCs = 1 << 16
+
+func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ms, ok := s.mods[m]; ok {
+		return ms
+	}
+	ms := loadModuleSymbols(t.PID, m)
+	if s.mods != nil {
+		s.mods[m] = ms
+	}
+	return ms
+}
+
+// loadModuleSymbols finds m's debug file (under the target's root first)
+// and builds its merged symbol table. Debug info that cannot be read
+// costs names, never the frame.
+func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
+	ms := &moduleSymbols{pcs: map[uint64][]debuginfo.Frame{}}
+	var extra []*elf.File
+	if m.Source != procmaps.SourceImage {
+		loc := debuginfo.Locator{Root: fmt.Sprintf("/proc/%d/root", pid)}
+		if df, err := loc.Find(m.Path, m.File, m.BuildID); err == nil {
+			ms.debug = df
+			extra = append(extra, df.File)
+		}
+	}
+	if mini, err := debuginfo.MiniDebugInfo(m.File); err == nil {
+		extra = append(extra, mini)
+	}
+	tab, err := symbols.LoadWithDebug(m.File, extra...)
+	if err != nil && len(extra) > 0 {
+		tab, err = symbols.Load(m.File)
+	}
+	if err == nil {
+		ms.table = tab
+	}
+	return ms
+}
+
+// sourceFrames returns the cached source frames of vaddr, reading the
+// module's DWARF (or pclntab) on first use.
+func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64) []debuginfo.Frame {
+	ms.linesOnce.Do(func() {
+		dwarfFile := m.File
+		if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
+			dwarfFile = ms.debug.File
+		}
+		ms.lines, ms.linesErr = debuginfo.NewLines(dwarfFile)
+		if ms.lines == nil {
+			ms.gotab, _ = debuginfo.NewGoTable(m.File)
+		}
+	})
+	ms.mu.Lock()
+	fr, ok := ms.pcs[vaddr]
+	ms.mu.Unlock()
+	if ok {
+		return fr
+	}
+	switch {
+	case ms.lines != nil:
+		fr, _ = ms.lines.Frames(vaddr, nil)
+	case ms.gotab != nil:
+		if f, ok := ms.gotab.Frame(vaddr); ok {
+			fr = []debuginfo.Frame{f}
+		}
+	}
+	ms.mu.Lock()
+	if len(ms.pcs) >= maxCachedPCs {
+		clear(ms.pcs)
+	}
+	ms.pcs[vaddr] = fr
+	ms.mu.Unlock()
+	return fr
+}
+
+// appendFrames appends the frames of one unwound PC.
+func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame, opt SymbolOptions) []profile.Frame {
+	base := profile.Frame{PC: f.PC, Method: f.Method.String()}
+	em, ok := t.space.Find(f.PC)
+	if !ok {
+		return append(out, base)
+	}
+	base.Module = em.Path
+	base.MapStart, base.MapLimit, base.MapOffset = em.Start, em.End, em.Offset
+	if em.IsVDSO {
+		base.Module = "[vdso]"
+		if em.Module == nil && em.Err == nil {
+			attachVDSO(t.space, t.mem) // on failure em.Err is set: tried once
+		}
+	}
+	vaddr := f.PC - em.Bias
+	base.Offset = vaddr
+	if em.Module == nil {
+		if base.Module == "" || em.IsVDSO {
+			base.Offset = f.PC - em.Start
+		}
+		return append(out, base)
+	}
+	base.BuildID = em.Module.BuildID
+	lookup := vaddr
+	if !f.Exact && lookup > 0 {
+		lookup--
+	}
+	ms := s.module(t, em.Module)
+	if ms.table != nil {
+		if sym, ok := ms.table.Lookup(lookup); ok {
+			base.Function, base.Offset = sym.Name, vaddr-sym.Start
+		}
+	}
+	if opt.NoLines {
+		return append(out, base)
+	}
+	src := ms.sourceFrames(em.Module, lookup)
+	if len(src) == 0 {
+		return append(out, base)
+	}
+	outer := src[len(src)-1]
+	if !opt.NoInline {
+		for _, sf := range src[:len(src)-1] {
+			fr := base
+			fr.Function, fr.Offset = sf.Function, 0
+			fr.File, fr.Line, fr.Inlined = sf.File, sf.Line, true
+			if fr.Function == "" {
+				fr.Function = "??"
+			}
+			out = append(out, fr)
+		}
+	}
+	if base.Function == "" && outer.Function != "" {
+		// No symbol table entry (stripped Go binary, or DWARF-only
+		// code): DWARF's or pclntab's name is better than module+off.
+		base.Function = outer.Function
+		if ms.gotab != nil {
+			if _, entry, ok := ms.gotab.Func(lookup); ok {
+				base.Offset = vaddr - entry
+			}
+		}
+	}
+	base.File, base.Line = outer.File, outer.Line
+	return append(out, base)
+}

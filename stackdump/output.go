@@ -1,0 +1,133 @@
+package stackdump
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+
+	"stacktop/profile"
+)
+
+// WriteText prints the dump in the pstack / eu-stack style: per thread its
+// TID, name and state, then one line per frame with its index, address,
+// function+offset, module and the unwind method that found it.
+func WriteText(w io.Writer, r *Result) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "PID %d: %s\n", r.PID, r.Command)
+	for i := range r.Threads {
+		ts := &r.Threads[i]
+		fmt.Fprintf(bw, "\nTID %d %q state %s\n", ts.TID, ts.Name, ts.State)
+		for n, f := range ts.Frames {
+			fmt.Fprintf(bw, "#%-2d 0x%016x %s %s [%s]\n", n, f.PC, frameName(f), moduleName(f.Module), f.Method)
+		}
+		if !ts.Complete {
+			reason := "stack truncated"
+			if ts.Err != nil {
+				reason += ": " + ts.Err.Error()
+			}
+			fmt.Fprintf(bw, "    (%s)\n", reason)
+		}
+	}
+	for _, tid := range r.Exited {
+		fmt.Fprintf(bw, "\nTID %d exited during the dump\n", tid)
+	}
+	if r.ProcessExited {
+		fmt.Fprintf(bw, "\nprocess %d exited during the dump\n", r.PID)
+	}
+	return bw.Flush()
+}
+
+// frameName is "function+0xoff", or "module+0xoff" with no symbol.
+func frameName(f profile.Frame) string {
+	if f.Function == "" {
+		return f.Name()
+	}
+	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)
+}
+
+func moduleName(path string) string {
+	if path == "" {
+		return "??"
+	}
+	return filepath.Base(path)
+}
+
+// WriteSummary prints the pause and wall-time line that goes to stderr.
+func WriteSummary(w io.Writer, r *Result) {
+	if r.Pauses.Frozen > 0 {
+		fmt.Fprintf(w, "stacktop: %d threads in %v; all threads frozen for %v\n",
+			len(r.Threads), r.Wall.Round(1e3), r.Pauses.Frozen.Round(1e3))
+		return
+	}
+	fmt.Fprintf(w, "stacktop: %d threads in %v; each thread stopped min %v, median %v, max %v\n",
+		len(r.Threads), r.Wall.Round(1e3), r.Pauses.Min.Round(100), r.Pauses.Median.Round(100), r.Pauses.Max.Round(100))
+}
+
+// The JSON document; its schema is documented in the README ("dump --json").
+type jsonDump struct {
+	PID           int          `json:"pid"`
+	Command       string       `json:"command"`
+	Threads       []jsonThread `json:"threads"`
+	Exited        []int        `json:"exited_threads,omitempty"`
+	ProcessExited bool         `json:"process_exited,omitempty"`
+	Pauses        jsonPauses   `json:"pauses"`
+}
+
+type jsonThread struct {
+	TID      int         `json:"tid"`
+	Name     string      `json:"name"`
+	State    string      `json:"state"`
+	Complete bool        `json:"complete"`
+	Error    string      `json:"error,omitempty"`
+	StopNS   int64       `json:"stopped_ns"`
+	Frames   []jsonFrame `json:"frames"`
+}
+
+type jsonFrame struct {
+	PC       string `json:"pc"`
+	Function string `json:"function,omitempty"`
+	Offset   uint64 `json:"offset"`
+	Module   string `json:"module,omitempty"`
+	Method   string `json:"method"`
+}
+
+type jsonPauses struct {
+	MinNS    int64 `json:"min_ns"`
+	MedianNS int64 `json:"median_ns"`
+	MaxNS    int64 `json:"max_ns"`
+	FrozenNS int64 `json:"frozen_ns,omitempty"`
+	WallNS   int64 `json:"wall_ns"`
+}
+
+// WriteJSON prints the dump as one JSON document.
+func WriteJSON(w io.Writer, r *Result) error {
+	doc := jsonDump{
+		PID: r.PID, Command: r.Command, Exited: r.Exited, ProcessExited: r.ProcessExited,
+		Threads: make([]jsonThread, 0, len(r.Threads)),
+		Pauses: jsonPauses{
+			MinNS: int64(r.Pauses.Min), MedianNS: int64(r.Pauses.Median), MaxNS: int64(r.Pauses.Max),
+			FrozenNS: int64(r.Pauses.Frozen), WallNS: int64(r.Wall),
+		},
+	}
+	for i := range r.Threads {
+		ts := &r.Threads[i]
+		jt := jsonThread{TID: ts.TID, Name: ts.Name, State: ts.State, Complete: ts.Complete,
+			StopNS: int64(ts.Stopped), Frames: make([]jsonFrame, 0, len(ts.Frames))}
+		if ts.Err != nil {
+			jt.Error = ts.Err.Error()
+		}
+		for _, f := range ts.Frames {
+			jt.Frames = append(jt.Frames, jsonFrame{
+				PC: "0x" + strconv.FormatUint(f.PC, 16), Function: f.Function, Offset: f.Offset,
+				Module: f.Module, Method: f.Method,
+			})
+		}
+		doc.Threads = append(doc.Threads, jt)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
