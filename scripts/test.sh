@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The project's test command (README "Test"): static checks, then every
+# package's tests, including the live ptrace tests (they need root or
+# CAP_SYS_PTRACE and gdb; without them those tests skip and say why).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+echo "== go vet"
+go vet ./...
+echo "== go test"
+go test -count=1 -timeout 20m ./...
