@@ -29,6 +29,12 @@ type layout struct {
 	// the header says the table is sorted (and Parse verified it), so the
 	// common case costs nothing.
 	order []uint32
+	// starts holds the function start addresses in ascending order
+	// (starts[k] belongs to FDE sorted(k)). Lookup binary-searches this
+	// dense array instead of decoding a start field per probe: under
+	// PCREL each probe would otherwise cost a multiply, a load from the
+	// raw bytes and a byte-order conversion. 8 bytes per FDE.
+	starts []uint64
 	// spReg/fpReg are the ABI's DWARF numbers for the default CFA bases.
 	spReg, fpReg uint16
 	wide         bool // V3: s64 start offsets
@@ -247,6 +253,7 @@ func (s *Section) checkOrder() error {
 					"FDE %d starts at %#x, not above FDE %d at %#x in a table flagged sorted", i, cur, i-1, prev)
 			}
 		}
+		s.indexStarts()
 		return nil
 	}
 	order := make([]uint32, n)
@@ -264,7 +271,16 @@ func (s *Section) checkOrder() error {
 		return 0
 	})
 	s.order = order
+	s.indexStarts()
 	return nil
+}
+
+// indexStarts fills s.starts from the (verified or built) order.
+func (s *Section) indexStarts() {
+	s.starts = make([]uint64, s.hdr.NumFDEs)
+	for k := range s.starts {
+		s.starts[k] = s.startOf(s.sorted(k))
+	}
 }
 
 // startOf computes FDE i's function start address.

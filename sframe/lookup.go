@@ -18,21 +18,21 @@ func (s *Section) find(pc uint64) (int, bool) {
 	// Branch-free form (the compiler emits a conditional move): the
 	// comparison outcome is unpredictable, so a mispredicted branch per
 	// step would dominate the search.
-	n := int(s.hdr.NumFDEs)
-	if n == 0 || s.startOf(s.sorted(0)) > pc {
+	starts := s.starts
+	n := len(starts)
+	if n == 0 || starts[0] > pc {
 		return 0, false
 	}
-	base := 0 // invariant: start(base) <= pc
+	base := 0 // invariant: starts[base] <= pc
 	for n > 1 {
 		half := n >> 1
-		if s.startOf(s.sorted(base+half)) <= pc {
+		if starts[base+half] <= pc {
 			base += half
 		}
 		n -= half
 	}
-	lo := base + 1
-	i := s.sorted(lo - 1)
-	start := s.startOf(i)
+	i := s.sorted(base)
+	start := starts[base]
 	size := s.u32(s.fdeOff + uint64(i)*s.fdeSize + s.sizeField())
 	if pc-start >= uint64(size) {
 		return 0, false // a gap, past the end, or a size-0 FDE
