@@ -6,6 +6,8 @@ import (
 	"os"
 	"sort"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // Threads lists the thread IDs of a process from /proc/PID/task, ascending.
@@ -204,7 +206,8 @@ func (t ThreadInfo) RanSince(prev ThreadInfo) bool {
 // ReadThreadInfo reads /proc/PID/task/TID/stat and schedstat.
 func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 	dir := "task/" + strconv.Itoa(tid) + "/"
-	b, err := os.ReadFile(procPath(pid, dir+"stat"))
+	var buf [1024]byte
+	b, err := readProcFile(procPath(pid, dir+"stat"), buf[:])
 	if err != nil {
 		return ThreadInfo{}, fmt.Errorf("procmaps: %w", err)
 	}
@@ -213,10 +216,38 @@ func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 		return ThreadInfo{}, fmt.Errorf("pid %d tid %d: %w", pid, tid, err)
 	}
 	ti := ThreadInfo{TID: tid, Name: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime}
-	if b, err := os.ReadFile(procPath(pid, dir+"schedstat")); err == nil {
+	if b, err := readProcFile(procPath(pid, dir+"schedstat"), buf[:]); err == nil {
 		if ss, err := ParseSchedstat(b); err == nil {
 			ti.Sched, ti.HasSched = ss, true
 		}
 	}
 	return ti, nil
+}
+
+// readProcFile reads a small /proc file into buf with plain system calls.
+// os.ReadFile costs an fstat, fcntl calls and an attempt to register the
+// descriptor with the poller on every call; a sampler reading two files per
+// thread per tick pays that thousands of times a second. A file longer
+// than buf is an error: the /proc files read this way have bounded sizes.
+func readProcFile(path string, buf []byte) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	n := 0
+	for n < len(buf) {
+		m, err := unix.Read(fd, buf[n:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		if m == 0 {
+			return buf[:n], nil
+		}
+		n += m
+	}
+	return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
 }

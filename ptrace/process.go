@@ -230,6 +230,28 @@ func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint6
 	return err
 }
 
+// SampleEach samples the threads tids one after another in a single trip
+// to the tracer thread, calling each with every thread's sample (or error)
+// right after that thread was resumed. A dump of a thousand threads then
+// pays the hand-off between goroutines once instead of a thousand times.
+// each runs on the tracer thread: it must not call back into the Tracer or
+// this Process, and s is reused for the next thread (copy what you keep).
+// Returning false stops the batch.
+func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, err error) bool) error {
+	if prstatusSize == 0 {
+		return ErrUnsupportedArch
+	}
+	var s Sample
+	return p.tr.do(func() {
+		for _, tid := range tids {
+			err := p.sample(&s, tid, stackWindow, 0)
+			if !each(&s, err) || errors.Is(err, ErrProcessExited) {
+				return
+			}
+		}
+	})
+}
+
 func (p *Process) usable() error {
 	switch {
 	case p.detached:

@@ -102,21 +102,22 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		slices.Sort(todo)
 		for _, tid := range todo {
 			seen[tid] = true
-			ts, err := t.Stack(tid)
+		}
+		err := t.StackEach(todo, func(ts sampler.ThreadStack, err error) {
 			switch {
 			case errors.Is(err, ptrace.ErrProcessExited):
 				res.ProcessExited = true
 			case errors.Is(err, ptrace.ErrThreadExited):
-				res.Exited = append(res.Exited, tid)
-			case err != nil:
-				ts.Err = err
-				res.Threads = append(res.Threads, ts)
+				res.Exited = append(res.Exited, ts.TID)
 			default:
+				if err != nil {
+					ts.Err = err
+				}
 				res.Threads = append(res.Threads, ts)
 			}
-			if res.ProcessExited {
-				break
-			}
+		})
+		if err != nil {
+			return nil, fmt.Errorf("sampling %d: %w", pid, err)
 		}
 		if res.ProcessExited || opt.TID != 0 {
 			break
