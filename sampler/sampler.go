@@ -9,7 +9,6 @@ import (
 	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/regs"
-	"stacktop/symbols"
 	"stacktop/unwind"
 )
 
@@ -22,6 +21,7 @@ const DefaultStackWindow = 16 << 10
 type Options struct {
 	StackWindow int // bytes copied above SP while stopped; 0 means DefaultStackWindow
 	MaxDepth    int // frames per stack; 0 means unwind.DefaultMaxDepth
+	Symbols     SymbolOptions
 }
 
 // ThreadStack is one thread's symbolised stack.
@@ -45,7 +45,7 @@ type Target struct {
 	cache *procmaps.ModuleCache
 	space *procmaps.AddressSpace
 	mods  moduleIndex
-	syms  symbolCache
+	syms  *symbolizer
 	opts  Options
 
 	walker unwind.Walker
@@ -63,7 +63,7 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: symbolCache{}}
+	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer()}
 	if err := t.refresh(); err != nil {
 		proc.Detach()
 		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
@@ -89,6 +89,7 @@ func (t *Target) Process() *ptrace.Process { return t.proc }
 func (t *Target) Close() error {
 	err := t.proc.Detach()
 	t.mem.Close()
+	t.syms.close()
 	return err
 }
 
@@ -108,6 +109,9 @@ func (t *Target) refresh() error {
 		return err
 	}
 	if space != t.space {
+		// The vDSO has no file: its image comes from the target's memory,
+		// so its symbols and unwind tables are there for the unwinder.
+		attachVDSO(space, t.mem)
 		t.space = space
 		t.mods = newModuleIndex(space)
 	}
@@ -163,61 +167,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 	}
 	st := t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
 	ts.Complete, ts.Err = st.Complete, st.Err
-	ts.Frames = make([]profile.Frame, 0, len(st.Frames))
-	for _, f := range st.Frames {
-		ts.Frames = append(ts.Frames, t.symbolize(f))
-	}
-}
-
-// symbolize names one frame. A caller's PC is a return address, which can
-// be the first byte after its function (a call to a noreturn function at
-// the end): the symbol is looked up at PC-1, as gdb does, while the printed
-// offset stays relative to PC.
-func (t *Target) symbolize(f unwind.Frame) profile.Frame {
-	out := profile.Frame{PC: f.PC, Method: f.Method.String()}
-	em, ok := t.space.Find(f.PC)
-	if !ok {
-		return out
-	}
-	out.Module = em.Path
-	out.MapStart, out.MapLimit, out.MapOffset = em.Start, em.End, em.Offset
-	if em.IsVDSO {
-		out.Module = "[vdso]"
-	}
-	vaddr := f.PC - em.Bias
-	out.Offset = vaddr
-	if em.Module == nil {
-		if out.Module == "" {
-			out.Offset = f.PC - em.Start
-		}
-		return out
-	}
-	out.BuildID = em.Module.BuildID
-	lookup := vaddr
-	if !f.Exact && lookup > 0 {
-		lookup--
-	}
-	if tab := t.syms.table(em.Module); tab != nil {
-		if sym, ok := tab.Lookup(lookup); ok {
-			out.Function, out.Offset = sym.Name, vaddr-sym.Start
-		}
-	}
-	return out
-}
-
-// symbolCache holds one symbol table per module, loaded on first use.
-type symbolCache map[*procmaps.Module]*symbols.Table
-
-func (c symbolCache) table(m *procmaps.Module) *symbols.Table {
-	if tab, ok := c[m]; ok {
-		return tab
-	}
-	tab, err := symbols.Load(m.File)
-	if err != nil {
-		tab = nil // an unreadable symbol table leaves module+offset names
-	}
-	c[m] = tab
-	return tab
+	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
 }
 
 // IsGone reports whether err means the thread or process no longer exists.

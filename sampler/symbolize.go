@@ -27,7 +27,7 @@ type SymbolOptions struct {
 // lines are looked up at PC-1, as gdb does, while the printed offset stays
 // relative to PC.
 func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) []profile.Frame {
-	s := symbolizerFor(t.cache)
+	s := t.syms
 	out := make([]profile.Frame, 0, len(frames))
 	for _, f := range frames {
 		out = s.appendFrames(out, t, f, opt)
@@ -35,38 +35,8 @@ func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) []pro
 	return out
 }
 
-// symbolizers holds one symbolizer per ModuleCache: a module's symbols
-// and debug info belong to the object, so targets sharing a cache share
-// them too. A Target field would serve as well once sampler.go holds one.
-var symbolizers struct {
-	sync.Mutex
-	m map[*procmaps.ModuleCache]*symbolizer
-}
-
-func symbolizerFor(c *procmaps.ModuleCache) *symbolizer {
-	symbolizers.Lock()
-	defer symbolizers.Unlock()
-	s := symbolizers.m[c]
-	if s == nil {
-		if symbolizers.m == nil {
-			symbolizers.m = map[*procmaps.ModuleCache]*symbolizer{}
-		}
-		s = &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
-		symbolizers.m[c] = s
-	}
-	return s
-}
-
-// releaseSymbols drops the symbols held for cache c and closes the debug
-// files opened for them. Call it when c is closed.
-func releaseSymbols(c *procmaps.ModuleCache) {
-	symbolizers.Lock()
-	s := symbolizers.m[c]
-	delete(symbolizers.m, c)
-	symbolizers.Unlock()
-	if s != nil {
-		s.close()
-	}
+func newSymbolizer() *symbolizer {
+	return &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
 }
 
 // symbolizer caches, per module, its symbol table (merged with its debug

@@ -4,6 +4,10 @@
 # CAP_SYS_PTRACE and gdb; without them those tests skip and say why).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "$(id -u)" = 0 ]; then
+	echo "== test dependencies"
+	./scripts/install-test-deps.sh
+fi
 echo "== go vet"
 go vet ./...
 echo "== go test"

@@ -21,7 +21,11 @@ func WriteText(w io.Writer, r *Result) error {
 		ts := &r.Threads[i]
 		fmt.Fprintf(bw, "\nTID %d %q state %s\n", ts.TID, ts.Name, ts.State)
 		for n, f := range ts.Frames {
-			fmt.Fprintf(bw, "#%-2d 0x%016x %s %s [%s]\n", n, f.PC, frameName(f), moduleName(f.Module), f.Method)
+			fmt.Fprintf(bw, "#%-2d 0x%016x %s %s [%s]", n, f.PC, frameName(f), moduleName(f.Module), frameMethod(f))
+			if f.File != "" {
+				fmt.Fprintf(bw, " at %s:%d", f.File, f.Line)
+			}
+			bw.WriteByte('\n')
 		}
 		if !ts.Complete {
 			reason := "stack truncated"
@@ -40,12 +44,26 @@ func WriteText(w io.Writer, r *Result) error {
 	return bw.Flush()
 }
 
-// frameName is "function+0xoff", or "module+0xoff" with no symbol.
+// frameName is "function+0xoff", or "module+0xoff" with no symbol. An
+// inlined frame has no offset of its own: it shares the PC of the frame
+// that contains it.
 func frameName(f profile.Frame) string {
 	if f.Function == "" {
 		return f.Name()
 	}
+	if f.Inlined {
+		return f.Function
+	}
 	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)
+}
+
+// frameMethod is the unwind method, or "inline" for a frame that exists
+// only in the debug information.
+func frameMethod(f profile.Frame) string {
+	if f.Inlined {
+		return "inline"
+	}
+	return f.Method
 }
 
 func moduleName(path string) string {
@@ -92,6 +110,9 @@ type jsonFrame struct {
 	Offset   uint64 `json:"offset"`
 	Module   string `json:"module,omitempty"`
 	Method   string `json:"method"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Inlined  bool   `json:"inlined,omitempty"`
 }
 
 type jsonPauses struct {
@@ -122,7 +143,7 @@ func WriteJSON(w io.Writer, r *Result) error {
 		for _, f := range ts.Frames {
 			jt.Frames = append(jt.Frames, jsonFrame{
 				PC: "0x" + strconv.FormatUint(f.PC, 16), Function: f.Function, Offset: f.Offset,
-				Module: f.Module, Method: f.Method,
+				Module: f.Module, Method: f.Method, File: f.File, Line: f.Line, Inlined: f.Inlined,
 			})
 		}
 		doc.Threads = append(doc.Threads, jt)

@@ -45,21 +45,14 @@
 //
 // # What comes later, and where it plugs in
 //
-//   - Separate debug files: look up /usr/lib/debug/.build-id/xx/yyyy.debug
-//     by the NT_GNU_BUILD_ID note (procmaps.BuildID reads it) or follow
-//     .gnu_debuglink (name + CRC32) next to the object and in
-//     /usr/lib/debug/<dir>. The caller opens that file and calls Load on
-//     it; a merge of its .symtab with the stripped object's PLT and
-//     .dynsym would be a LoadWithDebug(f, debug *elf.File) beside Load,
-//     feeding both into the same candidate list before build.
-//   - MiniDebugInfo (.gnu_debugdata, an xz-compressed ELF holding a
-//     .symtab of local functions, as Fedora ships): decompress, elf.NewFile,
-//     append its candidates like .symtab's. Needs an xz decoder, which
-//     go.mod does not have yet.
-//   - DWARF line tables and inlined frames (.debug_line, .debug_info
-//     DW_TAG_inlined_subroutine): a separate lookup returning a list of
-//     (function, file, line) per address, one per inline level; Table
-//     stays the cheap first answer and the fallback when there is no DWARF.
+//   - Separate debug files and MiniDebugInfo: LoadWithDebug(f, debug...)
+//     merges the .symtab of each debug file (package debuginfo finds them
+//     by build ID or .gnu_debuglink and decompresses .gnu_debugdata) into
+//     the same candidate list as Load; symbols in the debug file's NOBITS
+//     code sections are accepted there.
+//   - DWARF line tables and inlined frames live in package debuginfo
+//     (Lines.Frames); Table stays the cheap first answer and the fallback
+//     when there is no DWARF.
 //   - Go binaries: .gopclntab gives function names (and inlining) even in
 //     stripped Go binaries; debug/gosym reads it. It would add candidates
 //     from the pclntab when .symtab is missing.

@@ -202,33 +202,78 @@ func Load(f *elf.File) (t *Table, err error) {
 		}
 	}()
 
-	var cands []candidate
-	stage = ".symtab"
-	syms, err := f.Symbols()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return nil, &FormatError{Section: stage, Err: err}
-	}
-	cands = appendCandidates(cands, f, syms)
-
-	stage = ".dynsym"
-	dynsyms, err := f.DynamicSymbols()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-		return nil, &FormatError{Section: stage, Err: err}
-	}
-	cands = appendCandidates(cands, f, dynsyms)
-
-	stage = "PLT"
-	plt, err := pltCandidates(f, dynsyms, &stage)
+	cands, err := loadCandidates(f, &stage)
 	if err != nil {
-		return nil, &FormatError{Section: stage, Err: err}
+		return nil, err
 	}
-	cands = append(cands, plt...)
-
 	stage = "symbol table"
 	return build(cands), nil
 }
 
-func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol) []candidate {
+// loadCandidates collects the candidates of f's .symtab, .dynsym and PLT.
+// *stage names the section being decoded, for the caller's recover.
+func loadCandidates(f *elf.File, stage *string) ([]candidate, error) {
+	var cands []candidate
+	*stage = ".symtab"
+	syms, err := f.Symbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, &FormatError{Section: *stage, Err: err}
+	}
+	cands = appendCandidates(cands, f, syms, false)
+
+	*stage = ".dynsym"
+	dynsyms, err := f.DynamicSymbols()
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		return nil, &FormatError{Section: *stage, Err: err}
+	}
+	cands = appendCandidates(cands, f, dynsyms, false)
+
+	*stage = "PLT"
+	plt, err := pltCandidates(f, dynsyms, stage)
+	if err != nil {
+		return nil, &FormatError{Section: *stage, Err: err}
+	}
+	return append(cands, plt...), nil
+}
+
+// LoadWithDebug is Load with the .symtab of each debug file merged in: a
+// separate debug file (found by build ID or .gnu_debuglink) or the ELF
+// image of MiniDebugInfo (.gnu_debugdata). They add the local functions a
+// stripped object lacks (libc's start_thread, clone3). Their addresses
+// must be the object's own virtual addresses, as they are for files made
+// by objcopy --only-keep-debug. Names from all tables compete as aliases
+// by the same preference as in Load. A corrupt debug file is reported
+// as a *FormatError naming its .symtab; the caller may fall back to Load.
+func LoadWithDebug(f *elf.File, debug ...*elf.File) (t *Table, err error) {
+	stage := "ELF sections"
+	defer func() {
+		if p := recover(); p != nil {
+			t, err = nil, &FormatError{Section: stage, Err: fmt.Errorf("debug/elf panicked: %v", p)}
+		}
+	}()
+	base, err := loadCandidates(f, &stage)
+	if err != nil {
+		return nil, err
+	}
+	for i, d := range debug {
+		if d == nil {
+			continue
+		}
+		stage = fmt.Sprintf("debug file %d .symtab", i)
+		syms, err := d.Symbols()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, &FormatError{Section: stage, Err: err}
+		}
+		base = appendCandidates(base, d, syms, true)
+	}
+	stage = "symbol table"
+	return build(base), nil
+}
+
+// appendCandidates filters syms of f. noBits accepts symbols in SHT_NOBITS
+// sections: a separate debug file keeps the section headers of its object
+// but not the code, so its .text is NOBITS.
+func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol, noBits bool) []candidate {
 	for i := range syms {
 		s := &syms[i]
 		typ := elf.ST_TYPE(s.Info)
@@ -251,7 +296,7 @@ func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol) []candida
 			continue
 		}
 		sec := f.Sections[s.Section]
-		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type == elf.SHT_NOBITS {
+		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type == elf.SHT_NOBITS && !noBits {
 			continue
 		}
 		value := s.Value

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -29,8 +28,10 @@ func runDump(args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in the README)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
 	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
+	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -45,14 +46,13 @@ func runDump(args []string) int {
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
-			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{StackWindow: *window},
+			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
+				StackWindow: *window,
+				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
+			},
 		})
 		if err != nil && (res == nil || len(res.Threads) == 0) {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			var ae *ptrace.AttachError
-			if errors.As(err, &ae) {
-				return exitDumpNothing
-			}
 			return exitDumpNothing
 		}
 		if *asJSON {

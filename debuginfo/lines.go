@@ -1,0 +1,453 @@
+package debuginfo
+
+import (
+	"cmp"
+	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"sync"
+
+	"stacktop/symbols"
+)
+
+// Frame is one source-level frame of a PC: a function, or a call inlined
+// into one, with the file:line being executed in it.
+type Frame struct {
+	Function string // demangled as addr2line -C prints it; "" if DWARF names none
+	File     string
+	Line     int
+	Inlined  bool // this call was inlined into the next (outer) frame
+}
+
+// ErrNoDWARF is returned by NewLines for objects without .debug_info.
+var ErrNoDWARF = errors.New("debuginfo: no DWARF debugging information")
+
+// Lines answers file:line and inline-chain queries for one object's DWARF.
+// It is safe for concurrent use.
+type Lines struct {
+	d *dwarf.Data
+	// units holds every compile unit PC range, sorted by start; maxEnd[i]
+	// is the largest end among units[:i+1], so a backward scan can stop
+	// as soon as no earlier range can reach the PC (ranges may overlap).
+	units  []unitRange
+	maxEnd []uint64
+
+	mu    sync.Mutex
+	cus   map[dwarf.Offset]*unitInfo
+	names map[dwarf.Offset]string
+}
+
+type unitRange struct {
+	lo, hi uint64
+	cu     dwarf.Offset
+}
+
+// unitInfo is the decoded line table and scope tree of one compile unit.
+type unitInfo struct {
+	rows   []lineRow
+	files  []string
+	scopes []scope
+	roots  []int32 // out-of-line subprograms
+	err    error   // why the unit could not be decoded
+}
+
+type lineRow struct {
+	addr uint64
+	file int32
+	line int32
+	end  bool // end_sequence: no code at addr
+}
+
+// scope is a subprogram or inlined subroutine with code.
+type scope struct {
+	ranges   [][2]uint64
+	die      dwarf.Offset // named via this DIE (or its origin/specification)
+	callFile int32        // inlined: the call site, in the caller
+	callLine int32
+	inlined  bool
+	children []int32
+}
+
+func (s *scope) contains(pc uint64) bool {
+	for _, r := range s.ranges {
+		if pc >= r[0] && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// NewLines indexes the compile units of f's DWARF (f may be a separate
+// debug file). Only unit headers are read here; each unit is decoded on
+// its first lookup.
+func NewLines(f *elf.File) (l *Lines, err error) {
+	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
+		return nil, ErrNoDWARF
+	}
+	var d *dwarf.Data
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				err = &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
+			}
+		}()
+		d, err = f.DWARF()
+	}()
+	if err != nil {
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			return nil, err
+		}
+		return nil, &FormatError{".debug_info", -1, err}
+	}
+	return NewLinesFromDWARF(d)
+}
+
+// NewLinesFromDWARF indexes d's compile units by PC range.
+func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
+	l = &Lines{d: d, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
+	defer func() {
+		if p := recover(); p != nil {
+			l, err = nil, &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
+		}
+	}()
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, &FormatError{".debug_info", -1, err}
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == dwarf.TagCompileUnit || e.Tag == dwarf.TagPartialUnit {
+			ranges, err := d.Ranges(e)
+			if err != nil {
+				// One unit with bad ranges costs its lines, not the
+				// whole object's.
+				ranges = nil
+			}
+			for _, rg := range ranges {
+				if rg[0] < rg[1] {
+					l.units = append(l.units, unitRange{rg[0], rg[1], e.Offset})
+				}
+			}
+		}
+		r.SkipChildren()
+	}
+	slices.SortFunc(l.units, func(a, b unitRange) int { return cmp.Compare(a.lo, b.lo) })
+	l.maxEnd = make([]uint64, len(l.units))
+	var m uint64
+	for i, u := range l.units {
+		m = max(m, u.hi)
+		l.maxEnd[i] = m
+	}
+	return l, nil
+}
+
+// Units is the number of compile unit ranges indexed.
+func (l *Lines) Units() int { return len(l.units) }
+
+// Frames appends to dst the source frames of pc (an ELF virtual address of
+// the object), innermost first: each inlined call (Inlined true) then the
+// containing function. It returns dst unchanged if no unit covers pc.
+func (l *Lines) Frames(pc uint64, dst []Frame) ([]Frame, error) {
+	i := sort.Search(len(l.units), func(i int) bool { return l.units[i].lo > pc }) - 1
+	for ; i >= 0 && l.maxEnd[i] > pc; i-- {
+		u := l.units[i]
+		if pc < u.lo || pc >= u.hi {
+			continue
+		}
+		cu, err := l.unit(u.cu)
+		if err != nil {
+			return dst, err
+		}
+		n := len(dst)
+		dst = l.framesIn(cu, pc, dst)
+		if len(dst) > n {
+			return dst, nil
+		}
+	}
+	return dst, nil
+}
+
+// framesIn builds the chain of pc inside one unit.
+func (l *Lines) framesIn(cu *unitInfo, pc uint64, dst []Frame) []Frame {
+	file, line, haveLine := cu.lineAt(pc)
+	// chain: outermost subprogram first, then each inlined call inside.
+	var chain [16]int32
+	chainLen := 0
+	level := cu.roots
+	for chainLen < len(chain) {
+		next := int32(-1)
+		for _, c := range level {
+			if cu.scopes[c].contains(pc) {
+				next = c
+				break
+			}
+		}
+		if next < 0 {
+			break
+		}
+		chain[chainLen] = next
+		chainLen++
+		level = cu.scopes[next].children
+	}
+	if chainLen == 0 {
+		if haveLine {
+			dst = append(dst, Frame{File: file, Line: line})
+		}
+		return dst
+	}
+	// The innermost scope runs the line-table position; each scope's
+	// caller runs at that scope's call site.
+	for k := chainLen - 1; k >= 0; k-- {
+		s := &cu.scopes[chain[k]]
+		f := Frame{Function: l.name(s.die), Inlined: s.inlined}
+		if haveLine {
+			f.File, f.Line = file, line
+		}
+		dst = append(dst, f)
+		file, line, haveLine = cu.fileName(s.callFile), int(s.callLine), s.inlined
+	}
+	return dst
+}
+
+func (cu *unitInfo) fileName(i int32) string {
+	if i >= 0 && int(i) < len(cu.files) {
+		return cu.files[i]
+	}
+	return ""
+}
+
+// lineAt finds the row covering pc: the last row at or below pc, unless
+// that row ends a sequence.
+func (cu *unitInfo) lineAt(pc uint64) (string, int, bool) {
+	i := sort.Search(len(cu.rows), func(i int) bool { return cu.rows[i].addr > pc }) - 1
+	if i < 0 || cu.rows[i].end {
+		return "", 0, false
+	}
+	r := cu.rows[i]
+	return cu.fileName(r.file), int(r.line), true
+}
+
+// unit returns the decoded unit at off, decoding it once.
+func (l *Lines) unit(off dwarf.Offset) (*unitInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cu, ok := l.cus[off]
+	if !ok {
+		cu = l.decodeUnit(off)
+		l.cus[off] = cu
+	}
+	return cu, cu.err
+}
+
+// codeFreeTags are DIEs whose children never hold code: skipping them
+// saves most of a C++ unit's walk.
+var codeFreeTags = map[dwarf.Tag]bool{
+	dwarf.TagStructType: true, dwarf.TagClassType: true, dwarf.TagUnionType: true,
+	dwarf.TagEnumerationType: true, dwarf.TagSubroutineType: true,
+	dwarf.TagFormalParameter: true, dwarf.TagVariable: true,
+	dwarf.TagTemplateTypeParameter: true, dwarf.TagCallSite: true, dwarf.Tag(0x4109): true, // DW_TAG_GNU_call_site,
+}
+
+func (l *Lines) decodeUnit(off dwarf.Offset) (cu *unitInfo) {
+	cu = &unitInfo{}
+	defer func() {
+		if p := recover(); p != nil {
+			cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
+		}
+	}()
+	r := l.d.Reader()
+	r.Seek(off)
+	top, err := r.Next()
+	if err != nil || top == nil {
+		cu.err = &FormatError{".debug_info", int64(off), fmt.Errorf("reading compile unit: %v", err)}
+		return cu
+	}
+	if err := cu.readLines(l.d, top); err != nil {
+		cu.err = &FormatError{".debug_line", -1, fmt.Errorf("unit at %#x: %w", off, err)}
+		return cu
+	}
+	if !top.Children {
+		return cu
+	}
+	// parents[k] is the scope enclosing depth k's DIEs, -1 for none.
+	parents := []int32{-1}
+	for len(parents) > 0 {
+		e, err := r.Next()
+		if err != nil {
+			cu.err = &FormatError{".debug_info", int64(off), err}
+			return cu
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			parents = parents[:len(parents)-1]
+			continue
+		}
+		parent := parents[len(parents)-1]
+		if codeFreeTags[e.Tag] {
+			r.SkipChildren()
+			continue
+		}
+		enclosing := parent
+		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
+			inlined := e.Tag == dwarf.TagInlinedSubroutine
+			ranges, _ := l.d.Ranges(e)
+			if len(ranges) > 0 && (!inlined || parent >= 0) {
+				s := scope{ranges: ranges, die: e.Offset, inlined: inlined, callFile: -1}
+				if inlined {
+					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
+						s.callFile = int32(v)
+					}
+					if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+						s.callLine = int32(v)
+					}
+				}
+				idx := int32(len(cu.scopes))
+				cu.scopes = append(cu.scopes, s)
+				if inlined {
+					cu.scopes[parent].children = append(cu.scopes[parent].children, idx)
+				} else {
+					// A nested function (GNU C) is called, not inlined:
+					// its chain starts afresh.
+					cu.roots = append(cu.roots, idx)
+				}
+				enclosing = idx
+			}
+		}
+		if e.Children {
+			parents = append(parents, enclosing)
+		}
+	}
+	return cu
+}
+
+// readLines decodes the unit's line table into sorted rows.
+func (cu *unitInfo) readLines(d *dwarf.Data, top *dwarf.Entry) error {
+	lr, err := d.LineReader(top)
+	if err != nil {
+		return err
+	}
+	if lr == nil {
+		return nil // a unit without a line table
+	}
+	fileIndex := map[*dwarf.LineFile]int32{}
+	for i, f := range lr.Files() {
+		if f != nil {
+			fileIndex[f] = int32(i)
+		}
+		name := ""
+		if f != nil {
+			name = f.Name
+		}
+		cu.files = append(cu.files, name)
+	}
+	var e dwarf.LineEntry
+	for {
+		if err := lr.Next(&e); err != nil {
+			if err == io.EOF {
+				break
+			}
+			return err
+		}
+		fi, ok := fileIndex[e.File]
+		if !ok {
+			// Files can be defined by DW_LNE_define_file mid-table.
+			fi = -1
+			for i, f := range lr.Files() {
+				if f == e.File {
+					fi = int32(i)
+				}
+			}
+			if fi < 0 && e.File != nil {
+				fi = int32(len(cu.files))
+				cu.files = append(cu.files, e.File.Name)
+			}
+			if e.File != nil {
+				fileIndex[e.File] = fi
+			}
+		}
+		cu.rows = append(cu.rows, lineRow{addr: e.Address, file: fi, line: int32(e.Line), end: e.EndSequence})
+	}
+	// Within one address, an end_sequence goes first: it closes the
+	// previous sequence, while a row at the same address starts the
+	// next. Rows at one address otherwise keep table order and the last
+	// one wins, as in addr2line.
+	slices.SortStableFunc(cu.rows, func(a, b lineRow) int {
+		if c := cmp.Compare(a.addr, b.addr); c != 0 {
+			return c
+		}
+		return cmp.Compare(b2i(!a.end), b2i(!b.end))
+	})
+	return nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// name returns the display name of the function a scope DIE stands for:
+// the demangled linkage name if it or its abstract origin or
+// specification has one, else the first DW_AT_name found, as addr2line -C
+// prints it. Called with l.mu not held.
+func (l *Lines) name(off dwarf.Offset) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if n, ok := l.names[off]; ok {
+		return n
+	}
+	n := l.resolveName(off)
+	l.names[off] = n
+	return n
+}
+
+func (l *Lines) resolveName(off dwarf.Offset) (name string) {
+	defer func() {
+		if recover() != nil {
+			name = ""
+		}
+	}()
+	r := l.d.Reader()
+	plain := ""
+	// Origins and specifications chain at most a few deep; the bound
+	// stops a reference cycle in corrupt input.
+	for hop := 0; hop < 8; hop++ {
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		for _, a := range []dwarf.Attr{dwarf.AttrLinkageName, mipsLinkageName} {
+			if s, ok := e.Val(a).(string); ok && s != "" {
+				return symbols.Demangle(s)
+			}
+		}
+		if s, ok := e.Val(dwarf.AttrName).(string); ok && plain == "" {
+			plain = s
+		}
+		next, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+		if !ok {
+			next, ok = e.Val(dwarf.AttrSpecification).(dwarf.Offset)
+		}
+		if !ok {
+			break
+		}
+		off = next
+	}
+	return plain
+}
+
+// mipsLinkageName is DW_AT_MIPS_linkage_name, which older GCCs and some
+// compilers still emit instead of DW_AT_linkage_name.
+const mipsLinkageName = dwarf.Attr(0x2007)
