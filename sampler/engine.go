@@ -63,18 +63,18 @@ type Engine struct {
 
 // threadState is what the engine remembers of one thread between ticks.
 type threadState struct {
-	tid      int
-	fd       int // open /proc/PID/task/TID/schedstat, or -1
-	name     string
-	named    time.Time // when name was read
-	last     procmaps.Schedstat
-	hasLast  bool
+	tid     int
+	fd      int // open /proc/PID/task/TID/schedstat, or -1
+	name    string
+	named   time.Time // when name was read
+	last    procmaps.Schedstat
+	hasLast bool
 	// The run the engine's last stop of the thread will show in its
 	// schedstat, not yet seen (see ranSince).
 	owedSlices, owedNS uint64
-	stack    []profile.Frame
-	complete bool
-	seenTick int64
+	stack              []profile.Frame
+	complete           bool
+	seenTick           int64
 }
 
 // engineStats are the counters behind Stats, guarded by Engine.mu.
@@ -343,8 +343,8 @@ func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
 // wake into the ptrace stop, then the restart of its system call) and
 // some microseconds of CPU time.
 const (
-	ownSlices = 2
-	ownRunNS  = 50_000
+	ownSlices = 3
+	ownRunNS  = 200_000
 )
 
 func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, lastErr error) {

@@ -280,4 +280,3 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("n = %d", st.N)
 	}
 }
-

@@ -4,7 +4,7 @@
 # The binaries are committed, so tests need neither network nor a particular
 # binutils; run this only after changing a source in testdata/targets/.
 #
-# Every target (chains, manythreads, exiter) is built four ways:
+# Every target (chains, manythreads, exiter, split, signals) is built four ways:
 #
 #   NAME-sframe1  -O2 -fomit-frame-pointer, SFrame V1  (bookworm gas 2.40, --gsframe)
 #   NAME-sframe2  -O2 -fomit-frame-pointer, SFrame V2  (trixie gas 2.44, --gsframe)
@@ -55,6 +55,8 @@ declare -A sources=(
 	[chains]="chains.c chains_asm.s"
 	[manythreads]="manythreads.c"
 	[exiter]="exiter.c"
+	[split]="split.c"
+	[signals]="signals.c"
 )
 
 # variant -> "suite flags..." and the SFrame version readelf must report
@@ -97,7 +99,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 cd "$src" # relative source names: nothing of this machine's paths in the files
-for name in chains manythreads exiter; do
+for name in chains manythreads exiter split signals; do
 	for v in sframe1 sframe2 sframe3 fp; do
 		suite=${variant_suite[$v]}
 		# shellcheck disable=SC2046,SC2086

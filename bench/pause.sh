@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# pause.sh [ROUNDS]: how long stacktop keeps a thread stopped per sample,
+# against the physical floor (bench/ptrace-floor.c: INTERRUPT -> waitpid ->
+# GETREGSET -> process_vm_readv 16 KiB -> CONT) on the same busy thread in
+# the same run. Rounds alternate floor and stacktop so machine load hits
+# both alike. Target: stacktop's median <= 1.2x the floor's.
+source "$(dirname "$0")/common.sh"
+rounds=${1:-3}
+"$work/cpuloop" 600 >/dev/null &
+busy=$!
+sleep 0.5
+for r in $(seq "$rounds"); do
+	floor=$("$work/ptrace-floor" "$busy" 2000 16384)
+	sum=$("$stacktop" record -p "$busy" --rate 499 --duration 4s -o "$work/p.folded" 2>&1)
+	fs=$(awk '{print $4}' <<<"$floor")
+	ft=$(awk '{print $11}' <<<"$floor")
+	ss=$(pause_field "$sum" 1)
+	st=$(pause_field "$sum" 4)
+	echo "round $r: $floor"
+	echo "round $r: stacktop stopped median $ss p99 $(pause_field "$sum" 2) max $(pause_field "$sum" 3) total median $st p99 $(pause_field "$sum" 5) (us)"
+	awk -v a="$ss" -v b="$fs" -v c="$st" -v d="$ft" \
+		'BEGIN { printf "round %d: ratio stacktop/floor: stopped %.2fx, interrupt->cont %.2fx\n", '"$r"', a / b, c / d }'
+done

@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"stacktop/internal/targets"
+)
+
+// The tests below run the stacktop binary that TestMain (cli_test.go)
+// builds into stacktopBin.
+
+// record runs stacktop record with args and returns its exit code and
+// stderr.
+func record(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	cmd := exec.Command(stacktopBin, append([]string{"record"}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, stderr.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), stderr.String()
+	}
+	t.Fatalf("running stacktop: %v", err)
+	return 0, ""
+}
+
+// splitCounts maps each recorded stack (outermost first, ';'-joined
+// function names) to its count.
+type splitCounts map[string]int64
+
+// share is the percentage of the split target's samples in a->hot.
+func (c splitCounts) share(t *testing.T) float64 {
+	t.Helper()
+	var hot, cold int64
+	for stack, n := range c {
+		switch {
+		case strings.Contains(stack, "a;hot"):
+			hot += n
+		case strings.Contains(stack, "b;cold"):
+			cold += n
+		}
+	}
+	if hot+cold < 200 {
+		t.Fatalf("only %d samples in the split chains: %v", hot+cold, c)
+	}
+	return 100 * float64(hot) / float64(hot+cold)
+}
+
+// TestRecordSplitEveryFormat records the split target (75% a->hot, 25%
+// b->cold by construction) into each format and reads each file back with
+// an independent parser.
+func TestRecordSplitEveryFormat(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "split-sframe3")
+	pid := strconv.Itoa(tg.PID())
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		file  string
+		parse func(*testing.T, string) splitCounts
+	}{
+		{"p.pb.gz", parsePprof},
+		{"p.folded", parseFolded},
+		{"p.speedscope.json", parseSpeedscope},
+		{"p.svg", parseSVG},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			path := filepath.Join(dir, tc.file)
+			code, stderr := record(t, "-p", pid, "--rate", "499", "--duration", "2s", "-o", path)
+			if code != exitRecordOK {
+				t.Fatalf("exit %d\n%s", code, stderr)
+			}
+			share := tc.parse(t, path).share(t)
+			t.Logf("a->hot %.1f%%", share)
+			if share < 70 || share > 80 {
+				t.Errorf("a->hot has %.1f%% of the samples, want 75 +- 5\n%s", share, stderr)
+			}
+		})
+	}
+}
+
+func parseFolded(t *testing.T, path string) splitCounts {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c := splitCounts{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.LastIndexByte(line, ' ')
+		n, err := strconv.ParseInt(line[i+1:], 10, 64)
+		if i < 0 || err != nil {
+			t.Fatalf("bad folded line %q", line)
+		}
+		c[line[:i]] += n
+	}
+	return c
+}
+
+// parsePprof reads the profile with `go tool pprof -top`: the cumulative
+// sample count of hot and of cold is that of their chains (each is called
+// only from a, respectively b).
+func parsePprof(t *testing.T, path string) splitCounts {
+	out, err := exec.Command("go", "tool", "pprof", "-sample_index=0", "-top", "-nodecount=1000", path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	// flat flat% sum% cum cum% name
+	row := regexp.MustCompile(`^\s*(\d+)\s+\S+%\s+\S+%\s+(\d+)\s+\S+%\s+(\S+)`)
+	c := splitCounts{}
+	for _, line := range strings.Split(string(out), "\n") {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		cum, _ := strconv.ParseInt(m[2], 10, 64)
+		switch m[3] {
+		case "hot":
+			c["a;hot"] += cum
+		case "cold":
+			c["b;cold"] += cum
+		}
+	}
+	return c
+}
+
+func parseSpeedscope(t *testing.T, path string) splitCounts {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Shared struct {
+			Frames []struct {
+				Name string `json:"name"`
+			} `json:"frames"`
+		} `json:"shared"`
+		Profiles []struct {
+			Type    string    `json:"type"`
+			Samples [][]int   `json:"samples"`
+			Weights []float64 `json:"weights"`
+		} `json:"profiles"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	c := splitCounts{}
+	for _, p := range doc.Profiles {
+		for i, s := range p.Samples {
+			var names []string
+			for _, fi := range s { // speedscope stacks are outermost first
+				names = append(names, doc.Shared.Frames[fi].Name)
+			}
+			w := int64(1)
+			if i < len(p.Weights) {
+				w = int64(p.Weights[i])
+			}
+			c[strings.Join(names, ";")] += w
+		}
+	}
+	return c
+}
+
+// parseSVG reads the flame graph: each frame is a <g> with a <title> of
+// "NAME (N samples, P%)"; the samples of hot and cold are those of their
+// boxes (one box per chain in this target).
+func parseSVG(t *testing.T, path string) splitCounts {
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := xml.NewDecoder(f)
+	c := splitCounts{}
+	title := regexp.MustCompile(`^(\S+) \((\d[\d,]*) samples?`)
+	inTitle := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("SVG: %v", err)
+		}
+		switch tok := tok.(type) {
+		case xml.StartElement:
+			inTitle = tok.Name.Local == "title"
+		case xml.EndElement:
+			inTitle = false
+		case xml.CharData:
+			if !inTitle {
+				continue
+			}
+			m := title.FindStringSubmatch(string(tok))
+			if m == nil {
+				continue
+			}
+			n, _ := strconv.ParseInt(strings.ReplaceAll(m[2], ",", ""), 10, 64)
+			switch m[1] {
+			case "hot":
+				c["a;hot"] += n
+			case "cold":
+				c["b;cold"] += n
+			}
+		}
+	}
+	return c
+}
+
+// TestRecordCommand: `record -- CMD` samples CMD from its start and exits
+// with CMD's status.
+func TestRecordCommand(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "cmd.folded")
+	code, stderr := record(t, "--rate", "499", "-o", out, "--", targets.Path("split-sframe3"), "1.5")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	share := parseFolded(t, out).share(t)
+	if share < 70 || share > 80 {
+		t.Errorf("a->hot has %.1f%% of the samples, want 75 +- 5", share)
+	}
+
+	for _, want := range []int{0, 3, 77} {
+		code, stderr := record(t, "-o", filepath.Join(dir, "x.folded"), "--", "/bin/sh", "-c", "exit "+strconv.Itoa(want))
+		if code != want {
+			t.Errorf("sh -c 'exit %d': stacktop exited %d\n%s", want, code, stderr)
+		}
+	}
+	code, stderr = record(t, "-o", filepath.Join(dir, "k.folded"), "--", "/bin/sh", "-c", "kill -9 $$")
+	if code != 128+9 {
+		t.Errorf("killed command: stacktop exited %d, want 137\n%s", code, stderr)
+	}
+	code, _ = record(t, "-o", filepath.Join(dir, "n.folded"), "--", filepath.Join(dir, "no-such-program"))
+	if code != 127 {
+		t.Errorf("missing command: stacktop exited %d, want 127", code)
+	}
+}
+
+// TestRecordForkExecChurn: a command that forks and execs hundreds of
+// programs and runs threads that come and go; the recording survives and
+// the command's status comes back.
+func TestRecordForkExecChurn(t *testing.T) {
+	needRoot(t)
+	out := filepath.Join(t.TempDir(), "churn.folded")
+	// The traced shell forks and execs 200 programs, then execs exiter,
+	// which churns threads for 1.5 s and exits 0.
+	script := `i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done; exec "$0" churn 1500`
+	code, stderr := record(t, "--rate", "999", "-o", out, "--", "/bin/sh", "-c", script, targets.Path("exiter-sframe3"))
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	churned := false
+	for stack := range parseFolded(t, out) {
+		churned = churned || strings.Contains(stack, "creator_thread")
+	}
+	if !churned {
+		t.Errorf("no stack of exiter's threads after the exec\n%s", stderr)
+	}
+	t.Log(stderr)
+}
+
+// TestRecordInterrupt: SIGINT in the middle of a recording stops it and
+// still writes a valid file; the target runs on.
+func TestRecordInterrupt(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "split-sframe3")
+	out := filepath.Join(t.TempDir(), "int.pb.gz")
+	cmd := exec.Command(stacktopBin, "record", "-p", strconv.Itoa(tg.PID()), "--rate", "499", "-o", out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stacktop: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("stacktop did not end after SIGINT\n%s", stderr.String())
+	}
+	share := parsePprof(t, out).share(t)
+	if share < 70 || share > 80 {
+		t.Errorf("a->hot has %.1f%% of the samples, want 75 +- 5", share)
+	}
+	before, _ := tg.Progress()
+	time.Sleep(200 * time.Millisecond)
+	if after, _ := tg.Progress(); after <= before {
+		t.Errorf("target stuck after the recording: progress %d -> %d", before, after)
+	}
+}
+
+// TestRecordTargetExits: the recording of a process that exits ends by
+// itself and is written.
+func TestRecordTargetExits(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "exiter-sframe3", "exit", "800")
+	out := filepath.Join(t.TempDir(), "exit.folded")
+	code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "-o", out)
+	if code != exitRecordOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "the process exited") {
+		t.Errorf("summary does not say the process exited:\n%s", stderr)
+	}
+	found := false
+	for stack := range parseFolded(t, out) {
+		found = found || strings.Contains(stack, "ex_spin_leaf")
+	}
+	if !found {
+		t.Error("no stack in ex_spin_leaf")
+	}
+}
+
+// TestRecordUsage: bad invocations are usage errors and write nothing.
+func TestRecordUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-p", "1", "--", "true"},
+		{"-p", "1", "--rate", "0"},
+		{"-p", "1", "--format", "nope"},
+		{"-p", "1", "--tid", "x"},
+	} {
+		if code, _ := record(t, args...); code != exitUsage {
+			t.Errorf("record %q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+// Package live adapts a running sampler.Engine to the terminal UI's
+// tui.Source, so "stacktop top" is only wiring: open a target, start an
+// Engine on a goroutine, hand live.New(engine) to tui.Run.
+//
+// Lifecycle: the Engine's Run goroutine is the only writer of the profile;
+// Snapshot, called by the UI's polling goroutine, takes the engine's lock
+// just long enough to copy its counters and take a profile snapshot, so
+// the UI never delays a sample and never sees a profile that still changes.
+package live
+
+import (
+	"sync"
+
+	"stacktop/sampler"
+	"stacktop/tui"
+)
+
+// Source is a tui.Source over an Engine.
+type Source struct {
+	engine *sampler.Engine
+
+	mu      sync.Mutex
+	exitMsg string
+}
+
+// New returns a Source polling e.
+func New(e *sampler.Engine) *Source { return &Source{engine: e} }
+
+// SetExitMsg sets the text shown once the target is gone (for example
+// "exit status 3" when stacktop started the program and knows its status).
+// Without it an exited target shows "process exited".
+func (s *Source) SetExitMsg(msg string) {
+	s.mu.Lock()
+	s.exitMsg = msg
+	s.mu.Unlock()
+}
+
+// Snapshot implements tui.Source. It returns at once.
+func (s *Source) Snapshot() tui.Status {
+	st := s.engine.Stats()
+	prof := s.engine.Snapshot()
+	out := tui.Status{
+		Rate:    st.Rate,
+		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
+		Threads: st.Threads,
+		Exited:  st.Exited,
+		Err:     st.LastErr,
+	}
+	if len(prof.Events) > 0 || st.Exited {
+		out.Profile = prof
+	}
+	if st.Exited {
+		s.mu.Lock()
+		out.ExitMsg = s.exitMsg
+		s.mu.Unlock()
+		if out.ExitMsg == "" {
+			out.ExitMsg = "process exited"
+		}
+	}
+	return out
+}
+
+var _ tui.Source = (*Source)(nil)
