@@ -22,6 +22,7 @@ type Options struct {
 	StackWindow int // bytes copied above SP while stopped; 0 means DefaultStackWindow
 	MaxDepth    int // frames per stack; 0 means unwind.DefaultMaxDepth
 	Symbols     SymbolOptions
+	NoCFI       bool // unwind with SFrame and frame pointers only
 }
 
 // ThreadStack is one thread's symbolised stack.
@@ -161,7 +162,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 		t.refresh()
 	}
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
-	opts := unwind.Options{MaxDepth: t.opts.MaxDepth}
+	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI}
 	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}

@@ -22,22 +22,41 @@
 // # One step
 //
 // Frame 0 is the registers (MethodRegs, Exact). For each frame the walker
-// finds the PC's module (none ends the walk: ErrNoModule), looks the PC up
-// in the module's rows (the exact PC for frame 0, the return address minus
-// one for callers, so that a call at the very end of a function is not
-// attributed to the next one), and evaluates the row as the proposed Linux
-// kernel SFrame unwinder does: CFA from SP, FP or a known register (FP
-// only if FP >= SP), caller SP = CFA + the ABI's offset (-160 on s390x),
-// return address and FP from their rules, a PAC stripped from aarch64
-// return addresses marked mangled. A row whose return address is still in
-// its register only describes the topmost frame. When no row covers the PC
-// the walker falls back to frame pointers on amd64 and arm64, or to
-// Options.Fallback (the hook for the s390x back chain); a corrupt table is
-// recorded in Stack.LookupErr and also falls back.
+// finds the PC's module (none ends the walk: ErrNoModule) and looks the PC
+// up (the exact PC for frame 0 and for a frame a signal interrupted, the
+// return address minus one for callers, so that a call at the very end of
+// a function is not attributed to the next one) in, per frame and in this
+// order:
+//
+//  1. the module's SFrame rows, evaluated as the proposed Linux kernel
+//     SFrame unwinder does: CFA from SP, FP or a known register (FP only
+//     if FP >= SP), caller SP = CFA + the ABI's offset (-160 on s390x),
+//     return address and FP from their rules, a PAC stripped from aarch64
+//     return addresses marked mangled. A row whose return address is still
+//     in its register only describes the topmost frame;
+//  2. the module's DWARF CFI (Module.CFI, a *cfi.Table): CFA = register +
+//     offset or a DWARF expression (DRAP frames, which SFrame before V3
+//     cannot describe), the return address and every register with a
+//     rule; callee-saved registers without one (rbx, rbp, r12-r15; x19-x29)
+//     keep their value, so a later CFI row may use them. An undefined
+//     return address is the outermost frame. A rule needing a register
+//     the frame does not know leaves the step to frame pointers;
+//  3. a signal trampoline, recognised by an SFrame or CFI row marked
+//     "signal" or by its code (glibc's __restore_rt on x86-64, the vDSO's
+//     __kernel_rt_sigreturn on aarch64): every general register of the
+//     interrupted code is read from the kernel's signal frame at SP. That
+//     frame has MethodSignal and an exact PC (Frame.Exact), and its own
+//     step may use innermost-only rows (a leaf, a prologue). s390x signal
+//     frames are not decoded yet (ErrSignalFrame);
+//  4. frame pointers on amd64 and arm64, or Options.Fallback (the hook
+//     for the s390x back chain).
+//
+// A corrupt table is recorded in Stack.LookupErr and the next method is
+// tried.
 //
 // Every frame says how it was found (Frame.Method). Stack.Complete is set
-// only at a true outermost frame: an SFrame "RA undefined" row, a zero
-// return address, or a zero saved frame pointer. Otherwise Stack.Err is a
+// only at a true outermost frame: an SFrame or CFI "RA undefined" row, a
+// zero return address, or a zero saved frame pointer. Otherwise Stack.Err is a
 // *StepError naming the frame, the PC, the method and the address involved.
 //
 // # Guards
@@ -46,5 +65,8 @@
 // caller's SP must be above the callee's (equal only in the topmost
 // frame), 8-aligned and, when Options.Stack is set, inside the thread's
 // stack; a frame pointer must not be below SP; the walk stops at
-// Options.MaxDepth frames (DefaultMaxDepth).
+// Options.MaxDepth frames (DefaultMaxDepth). Registers restored from a
+// signal frame skip the SP checks (the interrupted code may run on
+// another stack than its handler's, with sigaltstack); MaxDepth still
+// bounds the walk.
 package unwind

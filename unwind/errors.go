@@ -35,7 +35,8 @@ var (
 	ErrBadRule = errors.New("unsupported unwind rule")
 	// ErrMemory: reading the target's memory failed.
 	ErrMemory = errors.New("memory read failed")
-	// ErrSignalFrame: the PC is in a signal trampoline; not unwound yet.
+	// ErrSignalFrame: a signal frame on an architecture whose layout the
+	// walker does not know (s390x), or one holding a zero PC or SP.
 	ErrSignalFrame = errors.New("signal frame not supported")
 	// ErrArch: the register set's architecture is unknown.
 	ErrArch = errors.New("unsupported architecture")

@@ -64,6 +64,10 @@ type Module struct {
 	// rows, or a test fake. Like SFrame it is keyed by ELF virtual address
 	// (runtime PC minus Bias).
 	Rows RowFinder
+	// CFI, when non-nil, is the module's DWARF CFI (a *cfi.Table, or a
+	// test fake), keyed by ELF virtual address like SFrame. It is tried
+	// for a PC no SFrame row covers, before frame pointers.
+	CFI CFIFinder
 }
 
 // RowFinder is what the walker needs of an unwind table: the row that
@@ -74,8 +78,8 @@ type RowFinder interface {
 	Lookup(pc uint64) (sframe.Row, error)
 }
 
-// Stepper is an unwinding method other than SFrame, tried for a frame no
-// SFrame row covers. The s390x back chain plugs in here. Step returns the
+// Stepper is an unwinding method other than SFrame and CFI, tried for a
+// frame neither covers. The s390x back chain plugs in here. Step returns the
 // caller's registers (at least PC and SP; FP when known) or ErrOutermost;
 // the walker applies its own SP guards to the result. order is the target's
 // byte order for reading words from mem.
@@ -107,6 +111,9 @@ type Options struct {
 	// NoFramePointer disables the frame-pointer fallback (for tests that
 	// must prove a path is SFrame-only). It disables Fallback too.
 	NoFramePointer bool
+	// NoCFI skips DWARF CFI, so a walk shows what SFrame and frame
+	// pointers alone recover (dump --no-cfi; tests of those paths).
+	NoCFI bool
 	// PACMask is cleared from aarch64 return addresses that carry a
 	// pointer-authentication code (SFrame MangledRA rows, and every
 	// frame-pointer step on arm64): the insn_mask of NT_ARM_PAC_MASK.
@@ -124,8 +131,8 @@ type Options struct {
 const DefaultMaxDepth = 256
 
 // Stack is the result of one walk. Complete is true when the walk reached
-// the outermost frame (an SFrame RA-undefined row, a zero return address or
-// frame pointer at the base of the stack); otherwise Err says why it stopped.
+// the outermost frame (an SFrame or CFI RA-undefined row, a zero return
+// address or frame pointer at the base of the stack); otherwise Err says why it stopped.
 type Stack struct {
 	Frames   []Frame
 	Complete bool

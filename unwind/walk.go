@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 
+	"stacktop/cfi"
 	"stacktop/regs"
 	"stacktop/sframe"
 )
@@ -89,12 +90,15 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 	}
 
 	next := &w.sets[1]
-	for topmost := true; ; topmost = false {
+	// exact: cur's PC is an instruction address and its registers are all
+	// known (frame 0, and the frame a signal interrupted), so rows that
+	// only describe an innermost frame apply.
+	for exact := true; ; {
 		idx := len(w.frames) - 1
 		// Frame 0's PC is exact; a caller's PC is a return address, so its
 		// call instruction (and its unwind row) is at PC-1: after a
 		// noreturn call the return address can be the next function.
-		method, outermost, f := w.step(cur, next, mod, topmost, topmost)
+		method, outermost, f := w.step(cur, next, mod, exact, exact)
 		if f.err != nil {
 			st.Err = &StepError{Frame: idx, PC: cur.PC, Method: method, Addr: f.addr, Err: f.err, Cause: f.cause}
 			break
@@ -103,7 +107,11 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			st.Complete = true
 			break
 		}
-		nmod, ok := mods.ModuleAt(next.PC - 1)
+		npc := next.PC - 1
+		if method == MethodSignal {
+			npc = next.PC
+		}
+		nmod, ok := mods.ModuleAt(npc)
 		if !ok {
 			st.Err = &StepError{Frame: idx + 1, PC: next.PC, Method: method, Err: ErrNoModule}
 			break
@@ -112,7 +120,8 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			st.Err = &StepError{Frame: idx + 1, PC: next.PC, Method: method, Err: ErrMaxDepth}
 			break
 		}
-		w.frames = append(w.frames, Frame{PC: next.PC, SP: next.SP(), Method: method})
+		exact = method == MethodSignal
+		w.frames = append(w.frames, Frame{PC: next.PC, SP: next.SP(), Method: method, Exact: exact})
 		cur, next, mod = next, cur, nmod
 	}
 	return w.result(st)
@@ -130,8 +139,11 @@ func (w *Walker) release() {
 	w.mem, w.opts, w.order, w.lookupErr = nil, Options{}, nil, nil
 }
 
-// step recovers the caller of cur into next: the SFrame row of cur's PC
-// if there is one, else the fallback (frame pointers, or opts.Fallback).
+// step recovers the caller of cur into next, trying in turn: the SFrame
+// row of cur's PC, its CFI row, a signal trampoline recognised by its
+// code, and the fallback (frame pointers, or opts.Fallback). A signal frame
+// (an SFrame or CFI row marked as one, or the trampoline's code) is
+// evaluated from the kernel's signal frame, and returns MethodSignal.
 func (w *Walker) step(cur, next *regs.Set, mod *Module, exact, topmost bool) (Method, bool, stepFail) {
 	lookup := cur.PC
 	if !exact {
@@ -141,16 +153,39 @@ func (w *Walker) step(cur, next *regs.Set, mod *Module, exact, topmost bool) (Me
 		row, err := rf.Lookup(lookup - mod.Bias)
 		switch {
 		case err == nil:
+			if row.Signal {
+				return MethodSignal, false, w.signalStep(cur, next)
+			}
 			outermost, f := w.evalRow(cur, next, &row, topmost)
 			return MethodSFrame, outermost, f
 		case errors.Is(err, sframe.ErrNoFunc):
 		default:
-			// A corrupt table: remember it and try frame pointers, as the
-			// kernel does for any failed sframe lookup.
-			if w.lookupErr == nil {
-				w.lookupErr = &StepError{Frame: len(w.frames) - 1, PC: cur.PC, Method: MethodSFrame, Err: ErrTable, Cause: err}
-			}
+			// A corrupt table: remember it and try CFI, then frame
+			// pointers, as the kernel does for any failed sframe lookup.
+			w.noteLookupErr(cur, MethodSFrame, err)
 		}
+	}
+	if mod.CFI != nil && !w.opts.NoCFI {
+		row, err := mod.CFI.Lookup(lookup - mod.Bias)
+		switch {
+		case err == nil:
+			if row.Signal && (cur.Arch == regs.AMD64 || cur.Arch == regs.ARM64) {
+				return MethodSignal, false, w.signalStep(cur, next)
+			}
+			outermost, f := w.evalCFI(cur, next, &row, topmost)
+			// A rule needing a register this frame does not know (after
+			// an SFrame or frame-pointer step only SP and FP are) leaves
+			// the frame to frame pointers; anything else is the answer.
+			if !errors.Is(f.err, ErrRegUnknown) || w.opts.NoFramePointer {
+				return MethodCFI, outermost, f
+			}
+		case errors.Is(err, cfi.ErrNoFDE):
+		default:
+			w.noteLookupErr(cur, MethodCFI, err)
+		}
+	}
+	if w.isSigreturn(cur.Arch, cur.PC) {
+		return MethodSignal, false, w.signalStep(cur, next)
 	}
 	if w.opts.NoFramePointer {
 		return MethodSFrame, false, stepFail{err: ErrNoUnwindInfo}
@@ -166,6 +201,13 @@ func (w *Walker) step(cur, next *regs.Set, mod *Module, exact, topmost bool) (Me
 	}
 	// s390x: no frame pointer convention; the back chain is a Stepper.
 	return MethodSFrame, false, stepFail{err: ErrNoUnwindInfo}
+}
+
+// noteLookupErr keeps the walk's first unwind-table error.
+func (w *Walker) noteLookupErr(cur *regs.Set, m Method, err error) {
+	if w.lookupErr == nil {
+		w.lookupErr = &StepError{Frame: len(w.frames) - 1, PC: cur.PC, Method: m, Err: ErrTable, Cause: err}
+	}
 }
 
 func (m *Module) rowFinder() RowFinder {

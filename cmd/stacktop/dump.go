@@ -30,6 +30,7 @@ func runDump(args []string) int {
 	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
+	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
@@ -48,6 +49,7 @@ func runDump(args []string) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
 				StackWindow: *window,
+				NoCFI:       *noCFI,
 				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
 			},
 		})

@@ -1,0 +1,286 @@
+package cfi
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
+)
+
+// Table is the CFI of one object. Building it parses every FDE's header
+// (address range, CIE) and sorts them; an FDE's program is run the first
+// time a lookup hits it, and its rows are kept, so a lookup is two binary
+// searches and each program runs once. A Table is safe for concurrent use.
+type Table struct {
+	machine elf.Machine
+	fdes    []fde
+}
+
+// fde is one FDE: its range, program and, once decoded, its rows.
+type fde struct {
+	start, end uint64
+	f          *frame.FrameDescriptionEntry
+	sec        *Section
+	cie        *cieInfo
+	decoded    atomic.Pointer[fdeRows]
+}
+
+type cieInfo struct {
+	once   sync.Once
+	init   *state
+	err    error
+	signal bool
+}
+
+// fdeRows is an FDE's decoded rows, or why it could not be decoded.
+type fdeRows struct {
+	rows []row
+	regs []RegRule
+	err  error
+}
+
+// row is a Row without its slice header: the register rules are
+// regs[regOff:regOff+regN] of its FDE.
+type row struct {
+	start, end uint64
+	cfa, ra    Rule
+	regOff     uint16
+	regN       uint8
+	raReg      uint8
+	mangled    bool
+}
+
+// Section is one CFI section's bytes and where it is mapped.
+type Section struct {
+	Name string // ".eh_frame" or ".debug_frame"
+	Data []byte
+	Addr uint64 // the section's ELF virtual address (.eh_frame's pointers are PC-relative)
+}
+
+// Load builds the table of an ELF object from its .eh_frame and, where
+// present, .debug_frame (.eh_frame_hdr is not needed: the whole section is
+// parsed). An object with neither returns an empty table and no error.
+// Big-endian, 32-bit and non-x86-64/aarch64 objects return ErrUnsupported.
+func Load(f *elf.File) (*Table, error) {
+	if err := supported(f.Class, f.ByteOrder, f.Machine); err != nil {
+		return nil, err
+	}
+	var secs []Section
+	for _, name := range []string{".eh_frame", ".debug_frame"} {
+		s := f.Section(name)
+		if s == nil || s.Type == elf.SHT_NOBITS {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			return nil, fmt.Errorf("cfi: reading %s: %w", name, err)
+		}
+		secs = append(secs, Section{Name: name, Data: data, Addr: s.Addr})
+	}
+	return Build(f.Machine, secs...)
+}
+
+func supported(class elf.Class, order binary.ByteOrder, m elf.Machine) error {
+	if class != elf.ELFCLASS64 || order != binary.LittleEndian || (m != elf.EM_X86_64 && m != elf.EM_AARCH64) {
+		return fmt.Errorf("cfi: %v %v %v: %w", m, class, order, ErrUnsupported)
+	}
+	return nil
+}
+
+// Build decodes CFI sections of a little-endian 64-bit x86-64 or aarch64
+// object. A section that cannot be parsed fails the build (the caller falls
+// back to other unwinding methods); an FDE whose program cannot be run
+// fails only the lookups it covers. Where sections describe the same
+// range, the first given wins.
+func Build(m elf.Machine, secs ...Section) (*Table, error) {
+	if err := supported(elf.ELFCLASS64, binary.LittleEndian, m); err != nil {
+		return nil, err
+	}
+	t := &Table{machine: m}
+	var all frame.FrameDescriptionEntries
+	origin := map[*frame.FrameDescriptionEntry]*Section{}
+	for i := range secs {
+		s := &secs[i]
+		fdes, err := parse(s)
+		if err != nil {
+			return nil, err
+		}
+		for _, fde := range fdes {
+			origin[fde] = s
+		}
+		// Append sorts by address and drops exact duplicates; delve's
+		// Parse returns FDEs in section order.
+		all = all.Append(fdes)
+	}
+	cies := map[*frame.CommonInformationEntry]*cieInfo{}
+	t.fdes = make([]fde, 0, len(all))
+	for _, f := range all {
+		if f.CIE == nil || f.End() <= f.Begin() || f.Begin() == 0 {
+			continue // empty, or a function the linker discarded
+		}
+		ci := cies[f.CIE]
+		if ci == nil {
+			ci = &cieInfo{signal: strings.ContainsRune(f.CIE.Augmentation, 'S')}
+			cies[f.CIE] = ci
+		}
+		t.fdes = append(t.fdes, fde{start: f.Begin(), end: f.End(), f: f, sec: origin[f], cie: ci})
+	}
+	return t, nil
+}
+
+// parse runs delve's parser over one whole section, turning a panic on
+// hostile bytes into an error.
+func parse(s *Section) (fdes frame.FrameDescriptionEntries, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fdes, err = nil, &FormatError{Section: s.Name, Offset: -1, Msg: fmt.Sprintf("parser failed: %v", p)}
+		}
+	}()
+	data := s.Data[:len(s.Data):len(s.Data)] // so an FDE's offset is len-cap
+	ehAddr := uint64(0)
+	if s.Name == ".eh_frame" {
+		ehAddr = s.Addr
+		if ehAddr == 0 {
+			// delve takes a zero address to mean .debug_frame; an
+			// .eh_frame at 0 only occurs in relocatable objects.
+			return nil, &FormatError{Section: s.Name, Offset: -1, Msg: "section at address 0"}
+		}
+	}
+	fdes, err = frame.Parse(data, binary.LittleEndian, 0, 8, ehAddr)
+	if err != nil {
+		return nil, &FormatError{Section: s.Name, Offset: -1, Msg: err.Error()}
+	}
+	return fdes, nil
+}
+
+// decode runs an FDE's program (and, once per CIE, the CIE's initial
+// instructions) and stores the rows.
+func (t *Table) decode(d *fde) *fdeRows {
+	if r := d.decoded.Load(); r != nil {
+		return r
+	}
+	out := &fdeRows{}
+	out.rows, out.regs, out.err = t.run(d)
+	if out.err != nil {
+		out.rows, out.regs = nil, nil
+	}
+	d.decoded.Store(out) // a racing decode stores the same rows
+	return out
+}
+
+func (t *Table) run(d *fde) ([]row, []RegRule, error) {
+	f, s, cie := d.f, d.sec, d.f.CIE
+	insOff := int64(len(s.Data) - cap(f.Instructions))
+	fail := func(off int64, err error) error {
+		return &FormatError{Section: s.Name, Offset: off, Msg: fmt.Sprintf("FDE for %#x-%#x: %v", d.start, d.end, err)}
+	}
+	if cie.CodeAlignmentFactor == 0 {
+		return nil, nil, fail(insOff, errors.New("code alignment factor 0"))
+	}
+	p := program{machine: t.machine, codeAlig: cie.CodeAlignmentFactor, dataAlig: cie.DataAlignmentFactor, raReg: cie.ReturnAddressRegister}
+	if p.raReg >= MaxReg {
+		return nil, nil, fail(insOff, fmt.Errorf("return address register %d", p.raReg))
+	}
+	d.cie.once.Do(func() {
+		init := new(state)
+		if err := p.run(cie.InitialInstructions, init, 0, 0, nil); err != nil {
+			d.cie.err = fail(int64(len(s.Data)-cap(cie.InitialInstructions)), fmt.Errorf("CIE: %w", err))
+			return
+		}
+		d.cie.init = init
+	})
+	if d.cie.err != nil {
+		return nil, nil, d.cie.err
+	}
+	p.initial = d.cie.init
+	st := *d.cie.init
+	var rows []row
+	var regs []RegRule
+	var tooMany bool
+	err := p.run(f.Instructions, &st, d.start, d.end, func(start, end uint64, st *state) {
+		r := row{start: start, end: end, cfa: st.cfa, ra: st.regs[p.raReg], raReg: uint8(p.raReg),
+			mangled: st.mangled, regOff: uint16(len(regs))}
+		for reg := range st.regs {
+			if reg != int(p.raReg) && st.regs[reg].Kind != RuleUnspecified {
+				regs = append(regs, RegRule{Reg: uint16(reg), Rule: st.regs[reg]})
+				r.regN++
+			}
+		}
+		if len(regs) > math.MaxUint16 {
+			tooMany = true
+		}
+		rows = append(rows, r)
+	})
+	if err == nil && tooMany {
+		err = errors.New("too many register rules")
+	}
+	if err != nil {
+		return nil, nil, fail(insOff, err)
+	}
+	return rows, regs, nil
+}
+
+// Lookup returns the row that covers ELF virtual address pc, or ErrNoFDE,
+// or the *FormatError of the FDE that covers pc when its program is bad. The row's Regs alias the table: do not modify them.
+func (t *Table) Lookup(pc uint64) (Row, error) {
+	fdes := t.fdes
+	lo, hi := 0, len(fdes) // the first FDE starting above pc is in [lo, hi]
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if fdes[m].start > pc {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	i := lo - 1
+	if i < 0 || pc >= fdes[i].end {
+		return Row{}, ErrNoFDE // unwrapped: a miss is common and must not allocate
+	}
+	d := &fdes[i]
+	dec := t.decode(d)
+	if dec.err != nil {
+		return Row{}, dec.err
+	}
+	for j := range dec.rows {
+		r := &dec.rows[j]
+		if pc >= r.start && pc < r.end {
+			return Row{
+				Start: r.start, End: r.end, CFA: r.cfa, RA: r.ra, RAReg: uint16(r.raReg),
+				Regs:   dec.regs[r.regOff : int(r.regOff)+int(r.regN) : int(r.regOff)+int(r.regN)],
+				Signal: d.cie.signal, RAMangled: r.mangled,
+			}, nil
+		}
+	}
+	return Row{}, ErrNoFDE
+}
+
+// DecodeAll runs every FDE's program now instead of at its first lookup
+// (for tests and for measuring) and returns the number of FDEs and rows
+// and the first error; an FDE that fails is skipped by lookups either way.
+func (t *Table) DecodeAll() (fdes, rows int, err error) {
+	for i := range t.fdes {
+		d := t.decode(&t.fdes[i])
+		if d.err != nil {
+			if err == nil {
+				err = d.err
+			}
+			continue
+		}
+		fdes++
+		rows += len(d.rows)
+	}
+	return fdes, rows, err
+}
+
+// Machine returns the ELF machine the table describes.
+func (t *Table) Machine() elf.Machine { return t.machine }
+
+// Len returns the number of FDEs in the table.
+func (t *Table) Len() int { return len(t.fdes) }
