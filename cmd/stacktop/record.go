@@ -111,7 +111,7 @@ func runRecord(args []string) int {
 		var child *spawned
 		pid := f.pid
 		if len(cmdArgs) > 0 {
-			if child, err = startCommand(cmdArgs); err != nil {
+			if child, err = startCommand(cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}); err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
 				return fail
 			}
@@ -384,7 +384,10 @@ type spawned struct {
 	status *os.File
 }
 
-func startCommand(argv []string) (*spawned, error) {
+// startCommand starts argv with stdio as its standard input, output and
+// error (record passes the terminal's; top, which owns the terminal, passes
+// /dev/null).
+func startCommand(argv []string, stdio [3]*os.File) (*spawned, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -403,7 +406,7 @@ func startCommand(argv []string) (*spawned, error) {
 	}
 	helper := exec.Command(self, argv...)
 	helper.Env = append(os.Environ(), spawnEnv+"=1")
-	helper.Stdin, helper.Stdout, helper.Stderr = os.Stdin, os.Stdout, os.Stderr
+	helper.Stdin, helper.Stdout, helper.Stderr = stdio[0], stdio[1], stdio[2]
 	helper.ExtraFiles = []*os.File{statusW, goR, pidW} // fds 3, 4, 5
 	err = helper.Start()
 	statusW.Close()

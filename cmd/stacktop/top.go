@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"stacktop/live"
+	"stacktop/procmaps"
+	"stacktop/ptrace"
+	"stacktop/sampler"
+	"stacktop/tui"
+)
+
+// Exit codes of `stacktop top`, documented in docs/top.md.
+const (
+	exitTopOK      = 0 // the user quit (or the target exited and the user quit)
+	exitTopNothing = 2 // nothing to show: no such process, attach refused, the command did not start
+	exitTopUI      = 3 // the terminal UI failed (no terminal, a panic in the UI)
+)
+
+func init() {
+	register(command{name: "top", brief: "live, top-like view of where a process spends its time", run: runTop})
+}
+
+func runTop(args []string) int {
+	fs := flag.NewFlagSet("top", flag.ContinueOnError)
+	pid := fs.Int("p", 0, "process to watch")
+	tidList := fs.String("tid", "", "watch only these threads (comma-separated TIDs)")
+	rate := fs.Float64("rate", sampler.DefaultRate, "samples per second (jittered)")
+	idle := fs.Bool("idle", false, "wall-clock view: also count sleeping threads")
+	window := fs.Duration("window", 5*time.Second, "length of the sliding window (w toggles cumulative)")
+	cumulative := fs.Bool("cumulative", false, "start with everything since the start instead of the window")
+	stackWindow := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return exitUsage
+	}
+	cmdArgs := fs.Args()
+	if (*pid > 0) == (len(cmdArgs) > 0) || *pid < 0 || *rate <= 0 || *rate > 10000 || *window <= 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	tids, err := parseTIDs(*tidList)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktop:", err)
+		return exitUsage
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// SIGTERM and SIGHUP (the terminal closing) end the UI; the deferred
+	// detach in withTracer then runs. A second signal detaches at once.
+	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
+		var child *spawned
+		target := *pid
+		if len(cmdArgs) > 0 {
+			devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return exitTopNothing
+			}
+			child, err = startCommand(cmdArgs, [3]*os.File{devnull, devnull, devnull})
+			devnull.Close()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return exitTopNothing
+			}
+			defer child.abandon()
+			target = child.pid
+		}
+		cache := procmaps.NewModuleCache()
+		defer cache.Close()
+		t, err := sampler.Open(tr, target, cache, sampler.Options{StackWindow: *stackWindow})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			return exitTopNothing
+		}
+		defer t.Close()
+		eng := sampler.NewEngine(t, sampler.EngineOptions{Rate: *rate, Idle: *idle, TIDs: tids})
+		if child != nil {
+			if err := child.release(); err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return exitTopNothing
+			}
+		}
+		src := live.New(eng)
+		engineDone := make(chan error, 1)
+		go func() {
+			err := eng.Run(ctx)
+			if child != nil && ctx.Err() == nil {
+				// The target exited: say how, and keep the last data on screen.
+				if status, werr := child.wait(); werr == nil {
+					src.SetExitMsg(fmt.Sprintf("%s exited with status %d", cmdArgs[0], status))
+				}
+			}
+			engineDone <- err
+		}()
+
+		uiErr := tui.Run(ctx, src, tui.Options{Window: *window, Cumulative: *cumulative})
+		cancel()
+		engErr := <-engineDone
+		code := exitTopOK
+		var pe *tui.PanicError
+		switch {
+		case errors.As(uiErr, &pe):
+			fmt.Fprintf(os.Stderr, "stacktop: the terminal UI failed: %v\n%s", pe.Value, pe.Stack)
+			code = exitTopUI
+		case uiErr != nil && !errors.Is(uiErr, context.Canceled):
+			fmt.Fprintln(os.Stderr, "stacktop:", uiErr)
+			code = exitTopUI
+		}
+		if engErr != nil && !errors.Is(engErr, context.Canceled) {
+			fmt.Fprintln(os.Stderr, "stacktop:", engErr)
+		}
+		return code
+	})
+}

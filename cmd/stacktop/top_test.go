@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"stacktop/internal/targets"
+)
+
+// TestTopInTmux runs `stacktop top` on a fixture whose time split is known
+// (75% in a->hot, 25% in b->cold) inside a real terminal (tmux), reads the
+// screen, presses keys, quits, and checks the target runs on untraced.
+func TestTopInTmux(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (scripts/install-test-deps.sh installs it)")
+	}
+	tg := targets.Start(t, "split-sframe3")
+	session := fmt.Sprintf("stacktop-top-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-x", "80", "-y", "24", "-s", session,
+		fmt.Sprintf("%s top -p %d; sleep 30", stacktopBin, tg.PID()))
+	defer exec.Command("tmux", "-L", session, "kill-server").Run()
+
+	screen := func() string { return tmux("capture-pane", "-p", "-t", session) }
+	waitFor := func(what string, ok func(string) bool) string {
+		t.Helper()
+		var s string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			if s = screen(); ok(s) {
+				return s
+			}
+		}
+		t.Fatalf("screen never showed %s:\n%s", what, s)
+		return ""
+	}
+
+	// The functions view: hot's self share must be plausible (75% by
+	// construction; sampling noise and start-up leave a wide margin).
+	hotLine := regexp.MustCompile(`(?m)^.*?([0-9.]+)%.*\bhot\b`)
+	s := waitFor("the hot function with enough samples", func(s string) bool {
+		return hotLine.MatchString(s) && samplesShown(s) >= 50
+	})
+	for _, line := range strings.Split(s, "\n") {
+		if n := len([]rune(line)); n > 80 {
+			t.Errorf("line wider than the terminal (%d): %q", n, line)
+		}
+	}
+	share := firstPercent(t, hotLine.FindString(s))
+	if share < 55 || share > 95 {
+		t.Errorf("hot's first percentage %.1f%%, want about 75%%:\n%s", share, s)
+	}
+
+	// A key switches to the call tree, which shows the chain main > a > hot.
+	tmux("send-keys", "-t", session, "2")
+	s = waitFor("the call tree", func(s string) bool { return s != "" && strings.Contains(s, "main") && strings.Contains(s, "cold") })
+	if !strings.Contains(s, "a") {
+		t.Errorf("tree view lacks the caller a:\n%s", s)
+	}
+
+	// q quits; the target must be running and untraced afterwards.
+	tmux("send-keys", "-t", session, "q")
+	waitFor("stacktop to exit", func(s string) bool { return !strings.Contains(s, "hot") })
+	checkUntraced(t, tg.PID())
+	before, _ := tg.Progress()
+	time.Sleep(200 * time.Millisecond)
+	if after, _ := tg.Progress(); after <= before {
+		t.Errorf("target stopped making progress after top quit (%d -> %d)", before, after)
+	}
+}
+
+var samplesRe = regexp.MustCompile(`samples[: ]+([0-9]+)|([0-9]+) samples`)
+
+// samplesShown reads the sample count from the header.
+func samplesShown(s string) int {
+	m := samplesRe.FindStringSubmatch(s)
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1] + m[2])
+	return n
+}
+
+func firstPercent(t *testing.T, line string) float64 {
+	t.Helper()
+	m := regexp.MustCompile(`([0-9.]+)%`).FindStringSubmatch(line)
+	if m == nil {
+		t.Fatalf("no percentage in %q", line)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
+}
+
+func checkUntraced(t *testing.T, pid int) {
+	t.Helper()
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if len(tasks) == 0 {
+		t.Fatalf("target %d is gone", pid)
+	}
+	for _, task := range tasks {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, task.Name()))
+		if !bytes.Contains(b, []byte("\nTracerPid:\t0\n")) {
+			t.Errorf("thread %s still traced", task.Name())
+		}
+		if bytes.Contains(b, []byte("\nState:\tT")) || bytes.Contains(b, []byte("\nState:\tt")) {
+			t.Errorf("thread %s left stopped", task.Name())
+		}
+	}
+}
