@@ -73,10 +73,12 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	return t, nil
 }
 
-// arch is the target's architecture: that of its main executable.
+// arch is the target's architecture, from its objects' ELF headers (all
+// objects of one process share it), so an s390x snapshot unwinds the
+// same on any host.
 func (t *Target) arch() regs.Arch {
 	for i := range t.space.Exec {
-		if m := t.space.Exec[i].Module; m != nil && m.Type == 2 /* ET_EXEC */ || m != nil && m.Arch != regs.ArchUnknown {
+		if m := t.space.Exec[i].Module; m != nil && m.Arch != regs.ArchUnknown {
 			return m.Arch
 		}
 	}

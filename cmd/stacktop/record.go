@@ -46,28 +46,20 @@ func init() {
 }
 
 type recordFlags struct {
-	pid      int
-	tids     string
-	rate     float64
+	samplingFlags
 	duration time.Duration
-	idle     bool
 	output   string
 	format   string
-	window   int
 	quiet    bool
 }
 
 func runRecord(args []string) int {
 	var f recordFlags
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	fs.IntVar(&f.pid, "p", 0, "process to record")
-	fs.StringVar(&f.tids, "tid", "", "record only these threads (comma-separated TIDs)")
-	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
+	f.register(fs, "record")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C or the process exits)")
-	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
 	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
-	fs.IntVar(&f.window, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
@@ -80,16 +72,14 @@ func runRecord(args []string) int {
 		return exitUsage
 	}
 	cmdArgs := fs.Args()
-	if (f.pid > 0) == (len(cmdArgs) > 0) || f.pid < 0 || f.rate <= 0 || f.rate > 10000 || f.duration < 0 {
+	if err := f.check(cmdArgs); err != nil || f.duration < 0 {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+		}
 		fs.Usage()
 		return exitUsage
 	}
 	format, output, err := chooseOutput(f.format, f.output)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
-		return exitUsage
-	}
-	tids, err := parseTIDs(f.tids)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage
@@ -120,16 +110,16 @@ func runRecord(args []string) int {
 		}
 		cache := procmaps.NewModuleCache()
 		defer cache.Close()
-		t, err := sampler.Open(tr, pid, cache, sampler.Options{StackWindow: f.window})
+		t, err := sampler.Open(tr, pid, cache, sampler.Options{StackWindow: f.stackWindow})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail
 		}
 		// The engine is made before the command is released, so the exec
 		// that follows counts as a change and the new image is loaded.
-		eng := sampler.NewEngine(t, sampler.EngineOptions{
-			Rate: f.rate, Duration: f.duration, Idle: f.idle, TIDs: tids,
-		})
+		opts := f.engineOptions()
+		opts.Duration = f.duration
+		eng := sampler.NewEngine(t, opts)
 		if child != nil {
 			if err := child.release(); err != nil {
 				t.Close()

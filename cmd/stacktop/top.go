@@ -28,13 +28,10 @@ func init() {
 
 func runTop(args []string) int {
 	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	pid := fs.Int("p", 0, "process to watch")
-	tidList := fs.String("tid", "", "watch only these threads (comma-separated TIDs)")
-	rate := fs.Float64("rate", sampler.DefaultRate, "samples per second (jittered)")
-	idle := fs.Bool("idle", false, "wall-clock view: also count sleeping threads")
+	var f samplingFlags
+	f.register(fs, "watch")
 	window := fs.Duration("window", 5*time.Second, "length of the sliding window (w toggles cumulative)")
 	cumulative := fs.Bool("cumulative", false, "start with everything since the start instead of the window")
-	stackWindow := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
@@ -46,13 +43,11 @@ func runTop(args []string) int {
 		return exitUsage
 	}
 	cmdArgs := fs.Args()
-	if (*pid > 0) == (len(cmdArgs) > 0) || *pid < 0 || *rate <= 0 || *rate > 10000 || *window <= 0 {
+	if err := f.check(cmdArgs); err != nil || *window <= 0 {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+		}
 		fs.Usage()
-		return exitUsage
-	}
-	tids, err := parseTIDs(*tidList)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage
 	}
 
@@ -62,7 +57,7 @@ func runTop(args []string) int {
 	// detach in withTracer then runs. A second signal detaches at once.
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
 		var child *spawned
-		target := *pid
+		target := f.pid
 		if len(cmdArgs) > 0 {
 			devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 			if err != nil {
@@ -80,13 +75,13 @@ func runTop(args []string) int {
 		}
 		cache := procmaps.NewModuleCache()
 		defer cache.Close()
-		t, err := sampler.Open(tr, target, cache, sampler.Options{StackWindow: *stackWindow})
+		t, err := sampler.Open(tr, target, cache, sampler.Options{StackWindow: f.stackWindow})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
 		}
 		defer t.Close()
-		eng := sampler.NewEngine(t, sampler.EngineOptions{Rate: *rate, Idle: *idle, TIDs: tids})
+		eng := sampler.NewEngine(t, f.engineOptions())
 		if child != nil {
 			if err := child.release(); err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)

@@ -49,27 +49,31 @@ func TestTopInTmux(t *testing.T) {
 		return ""
 	}
 
-	// The functions view: hot's self share must be plausible (75% by
-	// construction; sampling noise and start-up leave a wide margin).
+	// The functions view: hot's total share must be plausible (75% by
+	// construction; its self share is lower, because the target reads its
+	// CPU clock inside hot and some samples land in the vDSO).
 	hotLine := regexp.MustCompile(`(?m)^.*?([0-9.]+)%.*\bhot\b`)
 	s := waitFor("the hot function with enough samples", func(s string) bool {
-		return hotLine.MatchString(s) && samplesShown(s) >= 50
+		return hotLine.MatchString(s) && samplesShown(s) >= 150
 	})
 	for _, line := range strings.Split(s, "\n") {
 		if n := len([]rune(line)); n > 80 {
 			t.Errorf("line wider than the terminal (%d): %q", n, line)
 		}
 	}
-	share := firstPercent(t, hotLine.FindString(s))
-	if share < 55 || share > 95 {
-		t.Errorf("hot's first percentage %.1f%%, want about 75%%:\n%s", share, s)
+	share := totalPercent(t, hotLine.FindString(s))
+	if share < 60 || share > 90 {
+		t.Errorf("hot's total %.1f%%, want about 75%%:\n%s", share, s)
 	}
 
-	// A key switches to the call tree, which shows the chain main > a > hot.
+	// A key switches to the call tree, whose hottest path main > a > hot
+	// is open by default.
 	tmux("send-keys", "-t", session, "2")
-	s = waitFor("the call tree", func(s string) bool { return s != "" && strings.Contains(s, "main") && strings.Contains(s, "cold") })
-	if !strings.Contains(s, "a") {
-		t.Errorf("tree view lacks the caller a:\n%s", s)
+	s = waitFor("the call tree", func(s string) bool { return strings.Contains(s, "CALLER > CALLEE") })
+	for _, fn := range []string{"▾ main", "▾ a", "hot"} {
+		if !strings.Contains(s, fn) {
+			t.Errorf("tree view lacks %q:\n%s", fn, s)
+		}
 	}
 
 	// q quits; the target must be running and untraced afterwards.
@@ -95,13 +99,14 @@ func samplesShown(s string) int {
 	return n
 }
 
-func firstPercent(t *testing.T, line string) float64 {
+// totalPercent reads the functions view's second column (SELF%, TOTAL%).
+func totalPercent(t *testing.T, line string) float64 {
 	t.Helper()
-	m := regexp.MustCompile(`([0-9.]+)%`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`([0-9.]+)%\s+([0-9.]+)%`).FindStringSubmatch(line)
 	if m == nil {
-		t.Fatalf("no percentage in %q", line)
+		t.Fatalf("no SELF%% TOTAL%% columns in %q", line)
 	}
-	v, _ := strconv.ParseFloat(m[1], 64)
+	v, _ := strconv.ParseFloat(m[2], 64)
 	return v
 }
 

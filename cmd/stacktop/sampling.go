@@ -1,0 +1,45 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+
+	"stacktop/sampler"
+)
+
+// samplingFlags are the flags record and top share: what to sample and how.
+type samplingFlags struct {
+	pid         int
+	tidList     string
+	rate        float64
+	idle        bool
+	stackWindow int
+
+	tids []int // parsed from tidList by check
+}
+
+func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
+	fs.IntVar(&f.pid, "p", 0, "process to "+verb)
+	fs.StringVar(&f.tidList, "tid", "", verb+" only these threads (comma-separated TIDs)")
+	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
+	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
+	fs.IntVar(&f.stackWindow, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+}
+
+// check validates the flags against the command line's remaining
+// arguments (-- CMD): exactly one of -p and a command.
+func (f *samplingFlags) check(cmdArgs []string) error {
+	if (f.pid > 0) == (len(cmdArgs) > 0) || f.pid < 0 {
+		return fmt.Errorf("give either -p PID or -- CMD")
+	}
+	if f.rate <= 0 || f.rate > 10000 {
+		return fmt.Errorf("--rate must be in (0, 10000]")
+	}
+	var err error
+	f.tids, err = parseTIDs(f.tidList)
+	return err
+}
+
+func (f *samplingFlags) engineOptions() sampler.EngineOptions {
+	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
+}
