@@ -16,8 +16,7 @@ import (
 // Register sets beyond NT_PRSTATUS that the unwinders need on some
 // architectures: s390x floating-point registers (NT_PRFPREG), where GCC
 // keeps the frame pointer or return address of leaf functions, and the
-// aarch64 pointer-authentication masks (NT_ARM_PAC_MASK). Both are read
-// from a frozen process, whose threads are all held in a ptrace-stop.
+// aarch64 pointer-authentication masks (NT_ARM_PAC_MASK).
 
 // ErrNotFrozen: the request needs every thread held (Process.Freeze).
 var ErrNotFrozen = errors.New("ptrace: process is not frozen")
@@ -90,46 +89,62 @@ func (p *Process) FPRegs(tid int, s *regs.Set) error {
 
 // PACMask returns the instruction-address mask of NT_ARM_PAC_MASK on
 // arm64: the bits a pointer-authentication code occupies in return
-// addresses, for unwind.Options.PACMask. It is 0 when the CPU or kernel
-// has no pointer authentication, and on other architectures. The process
-// must be frozen.
+// addresses, for unwind.Options.PACMask. The mask is the same for every
+// thread and for the process's lifetime: read it once. It is 0 when the
+// CPU or kernel has no pointer authentication, and on other
+// architectures. When the process is not frozen one thread is stopped for
+// the read and resumed, like Sample does.
 func (p *Process) PACMask() (uint64, error) {
 	if !hasPAC {
 		return 0, nil
 	}
 	var mask uint64
 	var err error
-	if e := p.tr.do(func() {
-		if err = p.usable(); err != nil {
-			return
-		}
-		if !p.frozen {
-			err = ErrNotFrozen
-			return
-		}
-		for tid, th := range p.threads {
-			if th.state != stateHeld {
-				continue
-			}
-			var buf [16]byte // struct user_pac_mask { data_mask, insn_mask }
-			raw, e := getRegsetInto(tid, ntARMPACMask, buf[:])
-			switch {
-			case e == unix.EINVAL || e == unix.ENODEV:
-				mask = 0 // no pointer authentication
-			case e != nil:
-				err = fmt.Errorf("thread %d: PTRACE_GETREGSET NT_ARM_PAC_MASK: %w", tid, e)
-			case len(raw) < 16:
-				err = fmt.Errorf("thread %d: NT_ARM_PAC_MASK: %d bytes, want 16", tid, len(raw))
-			default:
-				mask = *(*uint64)(unsafe.Pointer(&raw[8]))
-			}
-			return
-		}
-		err = ErrNotFrozen
-	}); e != nil {
+	if e := p.tr.do(func() { mask, err = p.pacMask() }); e != nil {
 		return 0, e
 	}
 	return mask, err
+}
+
+func (p *Process) pacMask() (uint64, error) {
+	if err := p.usable(); err != nil {
+		return 0, err
+	}
+	var th *thread
+	for _, t := range p.threads {
+		if t.state == stateHeld {
+			th = t
+			break
+		}
+		if th == nil && t.state != stateNewborn && !(t.tid == p.pid && p.leaderZombie) {
+			th = t
+		}
+	}
+	if th == nil {
+		return 0, ErrThreadExited
+	}
+	if th.state != stateHeld {
+		if th.state == stateRunning || th.state == stateListening {
+			ptraceReq(unix.PTRACE_INTERRUPT, th.tid, 0, 0)
+		}
+		if err := p.waitHeld(th); err != nil {
+			return 0, err
+		}
+		if !p.frozen {
+			defer p.resume(th)
+		}
+	}
+	var buf [16]byte // struct user_pac_mask { data_mask, insn_mask }
+	raw, err := getRegsetInto(th.tid, ntARMPACMask, buf[:])
+	switch {
+	case err == unix.EINVAL || err == unix.ENODEV:
+		return 0, nil // no pointer authentication
+	case err != nil:
+		return 0, fmt.Errorf("thread %d: PTRACE_GETREGSET NT_ARM_PAC_MASK: %w", th.tid, err)
+	case len(raw) < 16:
+		return 0, fmt.Errorf("thread %d: NT_ARM_PAC_MASK: %d bytes, want 16", th.tid, len(raw))
+	}
+	return *(*uint64)(unsafe.Pointer(&raw[8])), nil
 }
 
 // s390xFPRDwarf lists the FPR held by DWARF registers 16-31, in the order

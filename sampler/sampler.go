@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"stacktop/backchain"
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
@@ -47,7 +48,10 @@ type Target struct {
 	space *procmaps.AddressSpace
 	mods  moduleIndex
 	syms  *symbolizer
-	opts  Options
+	// pacMask is cleared from arm64 return addresses (0: nothing to strip).
+	pacMask   uint64
+	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
+	opts      Options
 
 	walker unwind.Walker
 	sample ptrace.Sample
@@ -70,6 +74,13 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
 	}
 	t.Arch = t.arch()
+	// arm64 return addresses may carry a pointer-authentication code; the
+	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
+	t.pacMask, _ = proc.PACMask()
+	t.backChain = backchain.Unwinder{
+		InVDSO: func(pc uint64) bool { m, ok := t.mods.ModuleAt(pc); return ok && m.IsVDSO },
+		IsCode: func(pc uint64) bool { _, ok := t.mods.ModuleAt(pc); return ok },
+	}
 	return t, nil
 }
 
@@ -164,7 +175,12 @@ func (t *Target) unwind(ts *ThreadStack) {
 		t.refresh()
 	}
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
-	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI}
+	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask}
+	if s.Regs.Arch == regs.S390X {
+		// s390x has no usable frame-pointer chain: where SFrame and CFI
+		// have no row, the back chain (-mbackchain code) is the fallback.
+		opts.Fallback = t.backChain
+	}
 	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}

@@ -16,6 +16,10 @@ import (
 type SymbolOptions struct {
 	NoInline bool // one frame per PC: inlined calls are not expanded
 	NoLines  bool // no file:line, no inline frames: DWARF is not read
+	// AsyncLines never waits for a module's line tables: they load in the
+	// background and frames go without lines until then (the periodic
+	// engine, whose ticks must not stall; dump waits).
+	AsyncLines bool
 }
 
 // symbolizeFrames names the frames of one stack, leaf first. With DWARF a
@@ -62,7 +66,10 @@ type moduleSymbols struct {
 	table *symbols.Table
 	debug *debuginfo.DebugFile // nil without a separate debug file
 
+	// The line tables are loaded once, on a goroutine of their own;
+	// linesDone is closed when lines, gotab and linesErr are set.
 	linesOnce sync.Once
+	linesDone chan struct{}
 	lines     *debuginfo.Lines   // nil without DWARF
 	gotab     *debuginfo.GoTable // nil unless a Go program
 	linesErr  error
@@ -115,17 +122,35 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 
 // sourceFrames returns the cached source frames of vaddr, reading the
 // module's DWARF (or pclntab) on first use.
-func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64) []debuginfo.Frame {
+//
+// Indexing a large object's DWARF takes a while (libc's debug file: about
+// 0.4 s, mostly decompression). With async, as the sampling engine asks,
+// the index is built in the background and frames get no lines until it is
+// ready, so a tick never waits for it; dump waits.
+func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool) []debuginfo.Frame {
 	ms.linesOnce.Do(func() {
-		dwarfFile := m.File
-		if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
-			dwarfFile = ms.debug.File
-		}
-		ms.lines, ms.linesErr = debuginfo.NewLines(dwarfFile)
-		if ms.lines == nil {
-			ms.gotab, _ = debuginfo.NewGoTable(m.File)
-		}
+		ms.linesDone = make(chan struct{})
+		go func() {
+			defer close(ms.linesDone)
+			dwarfFile := m.File
+			if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
+				dwarfFile = ms.debug.File
+			}
+			ms.lines, ms.linesErr = debuginfo.NewLines(dwarfFile)
+			if ms.lines == nil {
+				ms.gotab, _ = debuginfo.NewGoTable(m.File)
+			}
+		}()
 	})
+	if async {
+		select {
+		case <-ms.linesDone:
+		default:
+			return nil
+		}
+	} else {
+		<-ms.linesDone
+	}
 	ms.mu.Lock()
 	fr, ok := ms.pcs[vaddr]
 	ms.mu.Unlock()
@@ -186,7 +211,7 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if opt.NoLines {
 		return append(out, base)
 	}
-	src := ms.sourceFrames(em.Module, lookup)
+	src := ms.sourceFrames(em.Module, lookup, opt.AsyncLines)
 	if len(src) == 0 {
 		return append(out, base)
 	}

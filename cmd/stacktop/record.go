@@ -110,7 +110,7 @@ func runRecord(args []string) int {
 		}
 		cache := procmaps.NewModuleCache()
 		defer cache.Close()
-		t, err := sampler.Open(tr, pid, cache, sampler.Options{StackWindow: f.stackWindow})
+		t, err := sampler.Open(tr, pid, cache, f.targetOptions())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail

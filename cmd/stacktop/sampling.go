@@ -43,3 +43,9 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 func (f *samplingFlags) engineOptions() sampler.EngineOptions {
 	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
 }
+
+// targetOptions are the sampler options of a periodic recording: line
+// tables load in the background so no tick waits for a large DWARF index.
+func (f *samplingFlags) targetOptions() sampler.Options {
+	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true}}
+}

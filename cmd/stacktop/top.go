@@ -75,7 +75,7 @@ func runTop(args []string) int {
 		}
 		cache := procmaps.NewModuleCache()
 		defer cache.Close()
-		t, err := sampler.Open(tr, target, cache, sampler.Options{StackWindow: f.stackWindow})
+		t, err := sampler.Open(tr, target, cache, f.targetOptions())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
