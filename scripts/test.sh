@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The project's test command (README "Test"): static checks, then every
 # package's tests, including the live ptrace tests (they need root or
-# CAP_SYS_PTRACE and gdb; without them those tests skip and say why).
+# CAP_SYS_PTRACE and gdb; without them those tests skip and say why), then,
+# when CI=true or STACKTOP_EMU=1 (and as root), the live tests on s390x and
+# arm64 kernels under QEMU (emu/run.sh: a few minutes each, downloads cached).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "$(id -u)" = 0 ]; then
@@ -12,3 +14,9 @@ echo "== go vet"
 go vet ./...
 echo "== go test"
 go test -count=1 -timeout 20m ./...
+if [ "$(id -u)" = 0 ] && { [ "${CI:-}" = true ] || [ "${STACKTOP_EMU:-}" = 1 ]; }; then
+	for arch in s390x arm64; do
+		echo "== emulation: $arch"
+		./emu/run.sh "$arch"
+	done
+fi
