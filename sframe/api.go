@@ -73,14 +73,17 @@ func (s *Section) Rows(f Func) ([]Row, error) { return s.rows(f) }
 // Lookup returns the row that applies at pc (an address in the ELF's virtual
 // address space). ErrNoFunc when no FDE covers pc, ErrNoRow when one does but
 // has no row for it. It allocates nothing.
-func (s *Section) Lookup(pc uint64) (Row, error) { return s.lookup(pc) }
+func (s *Section) Lookup(pc uint64) (r Row, err error) {
+	err = s.lookup(pc, &r)
+	return r, err
+}
 
 // FuncAt returns the FDE whose range [Start, Start+Size) holds pc, or
 // ErrNoFunc.
 func (s *Section) FuncAt(pc uint64) (Func, error) {
-	i, ok := s.find(pc)
+	k, ok := s.find(pc)
 	if !ok {
 		return Func{}, ErrNoFunc
 	}
-	return s.funcAt(i)
+	return s.funcs[k], nil
 }

@@ -81,3 +81,23 @@ func TestLookupAllocs(t *testing.T) {
 		t.Fatalf("Lookup miss allocates %v times", n)
 	}
 }
+
+// BenchmarkLookupHot looks one PC up again and again: a sampler unwinds the
+// same few hot functions sample after sample, so their FDEs and FREs stay
+// in cache. BenchmarkLookup, over random PCs of 8,000 functions, measures
+// the cache-missing case.
+func BenchmarkLookupHot(b *testing.B) {
+	sec, data := bigSection(8000, 3)
+	s, err := Parse(data, sec.Vaddr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := sec.FDEs[4000]
+	pc := f.Start + uint64(f.Size)/2
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := s.Lookup(pc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -35,6 +35,10 @@ type layout struct {
 	// PCREL each probe would otherwise cost a multiply, a load from the
 	// raw bytes and a byte-order conversion. 8 bytes per FDE.
 	starts []uint64
+	// funcs holds every FDE decoded once, in the same order as starts, so
+	// a lookup reads its function's fields instead of decoding them from
+	// the raw bytes (about 48 bytes per FDE, next to the raw ~20).
+	funcs []Func
 	// spReg/fpReg are the ABI's DWARF numbers for the default CFA bases.
 	spReg, fpReg uint16
 	wide         bool // V3: s64 start offsets
@@ -275,11 +279,14 @@ func (s *Section) checkOrder() error {
 	return nil
 }
 
-// indexStarts fills s.starts from the (verified or built) order.
+// indexStarts fills s.starts and s.funcs from the (verified or built)
+// order.
 func (s *Section) indexStarts() {
 	s.starts = make([]uint64, s.hdr.NumFDEs)
+	s.funcs = make([]Func, s.hdr.NumFDEs)
 	for k := range s.starts {
-		s.starts[k] = s.startOf(s.sorted(k))
+		s.funcs[k] = s.decodeFDE(s.sorted(k))
+		s.starts[k] = s.funcs[k].Start
 	}
 }
 

@@ -1,6 +1,9 @@
 package sframe
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // funcAt decodes FDE i after a range check.
 func (s *Section) funcAt(i int) (Func, error) {
@@ -12,6 +15,47 @@ func (s *Section) funcAt(i int) (Func, error) {
 
 // find returns the table index of the FDE whose range holds pc: the last FDE
 // (by start address) with start <= pc, if pc is below its end.
+// walkFREs returns the section offset of f's last FRE whose start is at or
+// below off. It is the hot loop of every lookup, so it reads the headers
+// straight from the bytes: Parse validated every FRE of every FDE, and the
+// one guard per step only keeps a wrong caller from reading out of range.
+func (s *Section) walkFREs(f *Func, off uint64) (best uint64, found bool, err error) {
+	data := s.data
+	end := s.freEnd
+	if end > uint64(len(data)) {
+		end = uint64(len(data))
+	}
+	as := uint64(1) << (f.FREType & 3)
+	pos := uint64(f.freStart)
+	for j := uint32(0); j < f.NumFREs; j++ {
+		if pos+as+1 > end || f.FREType > 2 {
+			return 0, false, formatErr(pos, "FDE %d FRE %d is corrupt", f.Index, j)
+		}
+		var start uint64
+		switch {
+		case as == 1:
+			start = uint64(data[pos])
+		case as == 2 && s.be:
+			start = uint64(binary.BigEndian.Uint16(data[pos:]))
+		case as == 2:
+			start = uint64(binary.LittleEndian.Uint16(data[pos:]))
+		case s.be:
+			start = uint64(binary.BigEndian.Uint32(data[pos:]))
+		default:
+			start = uint64(binary.LittleEndian.Uint32(data[pos:]))
+		}
+		if start > off {
+			break
+		}
+		info := data[pos+as]
+		best, found = pos, true
+		pos += as + 1 + uint64(info>>1&0xf)<<(info>>5&3)
+	}
+	return best, found, nil
+}
+
+// find returns the address-order position (an index into s.funcs) of the
+// function whose range holds pc.
 func (s *Section) find(pc uint64) (int, bool) {
 	// Binary search on computed absolute starts: under PCREL the raw values
 	// shrink as the fields' own addresses grow, so only the sum is ordered.
@@ -31,13 +75,10 @@ func (s *Section) find(pc uint64) (int, bool) {
 		}
 		n -= half
 	}
-	i := s.sorted(base)
-	start := starts[base]
-	size := s.u32(s.fdeOff + uint64(i)*s.fdeSize + s.sizeField())
-	if pc-start >= uint64(size) {
+	if pc-starts[base] >= uint64(s.funcs[base].Size) {
 		return 0, false // a gap, past the end, or a size-0 FDE
 	}
-	return i, true
+	return base, true
 }
 
 // sorted maps a position in address order to a table index.
@@ -56,39 +97,30 @@ func (s *Section) sizeField() uint64 {
 	return 4
 }
 
-func (s *Section) lookup(pc uint64) (Row, error) {
-	i, ok := s.find(pc)
+func (s *Section) lookup(pc uint64, r *Row) error {
+	k, ok := s.find(pc)
 	if !ok {
-		return Row{}, ErrNoFunc
+		return ErrNoFunc
 	}
-	f := s.decodeFDE(i)
+	f := &s.funcs[k]
 	off := pc - f.Start
 	if f.PCType == PCMask {
-		off %= s.blockSize(&f) // the function-relative offset, as libsframe 2.46 and the kernel do
+		off %= s.blockSize(f) // the function-relative offset, as libsframe 2.46 and the kernel do
 	}
 	// FREs are variable-length: walk their headers, keep the last whose
 	// start is <= off, and decode only that one.
-	pos, best := uint64(f.freStart), uint64(0)
-	found := false
-	for j := uint32(0); j < f.NumFREs; j++ {
-		start, _, next, ok := s.freHeader(&f, pos)
-		if !ok {
-			return Row{}, formatErr(pos, "FDE %d FRE %d is corrupt", i, j)
-		}
-		if uint64(start) > off {
-			break
-		}
-		best, found = pos, true
-		pos = next
+	best, found, err := s.walkFREs(f, off)
+	if err != nil {
+		return err
 	}
 	if !found {
-		return Row{}, ErrNoRow
+		return ErrNoRow
 	}
 	var fre rawFRE
-	if _, err := s.readFRE(&f, best, &fre); err != nil {
-		return Row{}, err
+	if _, err := s.readFRE(f, best, &fre); err != nil {
+		return err
 	}
-	return s.normalise(&f, &fre)
+	return s.normaliseInto(f, &fre, r)
 }
 
 func (s *Section) rows(f Func) ([]Row, error) {
@@ -118,7 +150,15 @@ func (s *Section) rows(f Func) ([]Row, error) {
 
 // normalise turns a stored FRE into the version- and ABI-neutral Row.
 func (s *Section) normalise(f *Func, fre *rawFRE) (Row, error) {
-	r := Row{
+	var r Row
+	err := s.normaliseInto(f, fre, &r)
+	return r, err
+}
+
+// normaliseInto fills r, which Lookup's caller owns: a Row is about 90
+// bytes, and returning it by value through each layer copied it each time.
+func (s *Section) normaliseInto(f *Func, fre *rawFRE, r *Row) error {
+	*r = Row{
 		Start:     uint64(fre.start),
 		MangledRA: fre.info>>7 != 0,
 		Signal:    f.Signal,
@@ -128,12 +168,12 @@ func (s *Section) normalise(f *Func, fre *rawFRE) (Row, error) {
 	}
 	if fre.n == 0 {
 		r.Outermost = true // RA undefined: gas writes info 0 for .cfi_undefined RA
-		return r, nil
+		return nil
 	}
 	if f.FDEType == FDETypeFlex {
-		return r, s.normaliseFlex(f, fre, &r)
+		return s.normaliseFlex(f, fre, r)
 	}
-	return r, s.normaliseDefault(f, fre, &r)
+	return s.normaliseDefault(f, fre, r)
 }
 
 // cfaOffset decodes a CFA offset word (encoded on s390x).
