@@ -4,7 +4,8 @@
 # The binaries are committed, so tests need neither network nor a particular
 # binutils; run this only after changing a source in testdata/targets/.
 #
-# Every target (chains, manythreads, exiter, split, signals) is built four ways:
+# Every target (chains, manythreads, exiter, split, signals) is built four ways
+# (libcblock, cxxinline and goprog are built once each; see below):
 #
 #   NAME-sframe1  -O2 -fomit-frame-pointer, SFrame V1  (bookworm gas 2.40, --gsframe)
 #   NAME-sframe2  -O2 -fomit-frame-pointer, SFrame V2  (trixie gas 2.44, --gsframe)
@@ -111,6 +112,40 @@ for name in chains manythreads exiter split signals; do
 		mv "$tmp/$name-$v" "$out/$name-$v"
 	done
 done
+
+# The distribution-shaped targets, one build each:
+#
+#   libcblock-sframe3      threads blocked in libc, the vDSO, the PLT and
+#                          lazy binding; SFrame V3 (sid), -z lazy, with its
+#                          IFUNC library libcblock-lazy.so (found through
+#                          RUNPATH $ORIGIN)
+#   cxxinline-sframe3      C++ -O2 -g (inlined templates and a lambda);
+#                          SFrame V3; the DWARF holds no path of this machine
+#                          (-fdebug-prefix-map)
+#   goprog                 Go (frame pointers and .gopclntab), built by the
+#                          host's Go toolchain with -trimpath
+lazy_flags=(-std=c11 -O2 -pthread -Wall -Wextra -fasynchronous-unwind-tables
+	-fno-stack-protector -fcf-protection=none -fno-stack-clash-protection
+	-fomit-frame-pointer -Wa,--gsframe-3)
+gcc -B "$tc/sid/gcc-x86_64/" "${lazy_flags[@]}" -fPIC -shared \
+	-Wl,-soname,libcblock-lazy.so -o "$tmp/libcblock-lazy.so" libcblock-lazy.c
+gcc -B "$tc/sid/gcc-x86_64/" "${lazy_flags[@]}" -fPIE -pie -Wl,-z,lazy \
+	-Wl,-rpath,'$ORIGIN' -o "$tmp/libcblock-sframe3" libcblock.c "$tmp/libcblock-lazy.so"
+g++ -B "$tc/sid/gcc-x86_64/" -std=c++17 -O2 -g -pthread -Wall -Wextra -fPIE -pie \
+	-fno-stack-protector -fcf-protection=none -fno-stack-clash-protection \
+	-fomit-frame-pointer -Wa,--gsframe-3 -fdebug-prefix-map="$src"=. \
+	-o "$tmp/cxxinline-sframe3" cxxinline.cc
+for f in libcblock-lazy.so libcblock-sframe3 cxxinline-sframe3; do
+	check_sframe "$tmp/$f" sframe3
+	check_glibc "$tmp/$f"
+	mv "$tmp/$f" "$out/$f"
+done
+if command -v go >/dev/null; then
+	(cd goprog && GOFLAGS= CGO_ENABLED=0 go build -trimpath -buildvcs=false -o "$tmp/goprog" .)
+	mv "$tmp/goprog" "$out/goprog"
+else
+	echo "build-targets: go not found; goprog not rebuilt" >&2
+fi
 
 for f in "$out"/*; do
 	printf '%-24s %7d bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"

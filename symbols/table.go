@@ -177,6 +177,7 @@ type candidate struct {
 	limit  uint64 // a size-0 symbol may extend up to here (its section's end)
 	bind   elf.SymBind
 	isFunc bool // STT_FUNC, STT_GNU_IFUNC or a synthesised PLT entry
+	ifunc  bool // STT_GNU_IFUNC: its value is the resolver's code
 }
 
 // Load builds the function table of f from .symtab, .dynsym and the PLT
@@ -186,7 +187,8 @@ type candidate struct {
 // Kept are STT_FUNC and STT_GNU_IFUNC symbols, and STT_NOTYPE symbols
 // (assembly labels) that are global/weak or have a size, all only when
 // defined in an executable section. When several symbols share an address
-// one is kept, chosen by (in order): non-zero size, function type, binding
+// one is kept, chosen by (in order): non-zero size, function type, not
+// STT_GNU_IFUNC (that address is the resolver's code), binding
 // GLOBAL over WEAK over LOCAL, fewer leading underscores, shorter name,
 // byte order of the name. A size-0 symbol is extended to the next kept
 // symbol's start but not past the end of its section; if that leaves it
@@ -309,7 +311,7 @@ func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol, noBits bo
 		}
 		dst = append(dst, candidate{
 			raw: s.Name, value: value, size: s.Size, limit: limit,
-			bind: bind, isFunc: isFunc,
+			bind: bind, isFunc: isFunc, ifunc: typ == sttGNUIFunc,
 		})
 	}
 	return dst
@@ -335,6 +337,11 @@ func comparePreference(a, b *candidate) int {
 		return c
 	}
 	if c := cmp.Compare(b2i(!a.isFunc), b2i(!b.isFunc)); c != 0 {
+		return c
+	}
+	// An IFUNC symbol's address is its resolver: the resolver's own
+	// symbol names that code better than the function it picks.
+	if c := cmp.Compare(b2i(a.ifunc), b2i(b.ifunc)); c != 0 {
 		return c
 	}
 	if c := cmp.Compare(bindRank(a.bind), bindRank(b.bind)); c != 0 {

@@ -81,6 +81,46 @@ func Start(tb testing.TB, name string, args ...string) *Target {
 	if _, err := os.Stat(path); err != nil {
 		tb.Fatalf("targets: %s: %v (run scripts/build-targets.sh)", name, err)
 	}
+	t := start(tb, name, path, args)
+
+	timer := time.NewTimer(ReadyTimeout)
+	defer timer.Stop()
+	select {
+	case <-t.ready:
+		return t
+	case <-t.done:
+		tb.Fatalf("targets: %s exited before it was ready\noutput:\n%s", name, t.out.String())
+	case <-timer.C:
+		tb.Fatalf("targets: %s not ready after %v\noutput:\n%s", name, ReadyTimeout, t.out.String())
+	}
+	return nil
+}
+
+// StartCommand runs any program, argv[0] looked up in PATH, the way Start
+// runs a target (through a shell, so it is not our child) and arranges for
+// it to be killed when the test ends. It does not wait for a "ready" line:
+// Ready is closed if the program prints one. Progress works only for
+// programs that honour STACKTOP_PROGRESS.
+func StartCommand(tb testing.TB, argv ...string) *Target {
+	tb.Helper()
+	if len(argv) == 0 {
+		tb.Fatalf("targets: StartCommand without a program")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		tb.Fatalf("targets: %v", err)
+	}
+	return start(tb, filepath.Base(argv[0]), path, argv[1:])
+}
+
+// Ready is closed when the target has printed a line that is exactly
+// "ready".
+func (t *Target) Ready() <-chan struct{} { return t.ready }
+
+// start runs path with args in the background of a shell and returns once
+// its PID is known.
+func start(tb testing.TB, name, path string, args []string) *Target {
+	tb.Helper()
 	t := &Target{
 		tb:       tb,
 		name:     name,
@@ -143,18 +183,7 @@ func Start(tb testing.TB, name string, args ...string) *Target {
 		close(t.done)
 	}()
 	tb.Cleanup(t.kill)
-
-	timer := time.NewTimer(ReadyTimeout)
-	defer timer.Stop()
-	select {
-	case <-t.ready:
-		return t
-	case <-t.done:
-		tb.Fatalf("targets: %s exited before it was ready\noutput:\n%s", name, t.out.String())
-	case <-timer.C:
-		tb.Fatalf("targets: %s not ready after %v\noutput:\n%s", name, ReadyTimeout, t.out.String())
-	}
-	return nil
+	return t
 }
 
 // readyWriter receives the target's stdout: it keeps a copy in out and
