@@ -3,6 +3,7 @@ package sampler
 import (
 	"stacktop/procmaps"
 	"stacktop/ptrace"
+	"stacktop/unwind"
 )
 
 // StackEach samples the threads tids in one batch and calls fn with each
@@ -19,18 +20,54 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	for i, tid := range tids {
 		infos[i], _ = procmaps.ReadThreadInfo(t.PID, tid)
 	}
+	// Only the walk runs inside the batch; naming the frames waits until
+	// every thread was sampled, so loading symbols and debug info (see
+	// PrefetchSymbols) overlaps with sampling instead of holding it up.
+	type walked struct {
+		ts     ThreadStack
+		frames []unwind.Frame
+		err    error
+	}
+	out := make([]walked, 0, len(tids))
+	i := 0
+	err := t.proc.SampleEach(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
+		w := walked{ts: ThreadStack{TID: tids[i], Name: infos[i].Name, State: stateString(infos[i].State)}, err: err}
+		i++
+		if err == nil {
+			t.sample = *s // shares s.Stack until the next thread: walked before that
+			w.ts.Stopped, w.ts.Total = s.Stopped, s.Total
+			st := t.walk()
+			w.ts.Complete, w.ts.Err = st.Complete, st.Err
+			w.frames = append([]unwind.Frame(nil), st.Frames...)
+		}
+		out = append(out, w)
+		return true
+	})
+	for _, w := range out {
+		if w.err == nil {
+			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
+		}
+		fn(w.ts, w.err)
+	}
+	return err
+}
+
+// stackEach is StackEach without the /proc reads (the periodic engine keeps
+// names itself): fn gets the index in tids of each thread. A batch ends
+// early when the process exited; the error is then passed to fn.
+func (t *Target) stackEach(tids []int, fn func(i int, ts ThreadStack, err error)) error {
 	i := 0
 	return t.proc.SampleEach(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
-		ts := ThreadStack{TID: tids[i], Name: infos[i].Name, State: stateString(infos[i].State)}
+		ts := ThreadStack{TID: tids[i]}
 		i++
 		if err != nil {
-			fn(ts, err)
+			fn(i-1, ts, err)
 			return true
 		}
 		t.sample = *s // shares s.Stack until the next thread: unwound before that
 		ts.Stopped, ts.Total = s.Stopped, s.Total
 		t.unwind(&ts)
-		fn(ts, nil)
+		fn(i-1, ts, nil)
 		return true
 	})
 }

@@ -169,6 +169,14 @@ func (t *Target) reload() error {
 
 // unwind walks the stack of the sample just taken and symbolises it.
 func (t *Target) unwind(ts *ThreadStack) {
+	st := t.walk()
+	ts.Complete, ts.Err = st.Complete, st.Err
+	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+}
+
+// walk unwinds the sample just taken. The frames alias the walker's buffer:
+// valid until the next walk.
+func (t *Target) walk() unwind.Stack {
 	s := &t.sample
 	if _, ok := t.space.Find(s.Regs.PC); !ok {
 		// New code since the maps were read (dlopen, exec): reload once.
@@ -184,9 +192,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}
-	st := t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
-	ts.Complete, ts.Err = st.Complete, st.Err
-	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+	return t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
 }
 
 // IsGone reports whether err means the thread or process no longer exists.

@@ -43,6 +43,28 @@ func newSymbolizer() *symbolizer {
 	return &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
 }
 
+// PrefetchSymbols starts loading, in the background, the symbol tables and
+// line tables of every module mapped now, so that this work (libc's debug
+// file: a few hundred milliseconds, mostly decompression) overlaps with
+// sampling instead of following it. A one-shot dump calls it right after
+// Open; symbolisation later waits only for what is not ready yet.
+func (t *Target) PrefetchSymbols() {
+	var mods []*procmaps.Module
+	seen := map[*procmaps.Module]bool{}
+	for i := range t.space.Exec {
+		if m := t.space.Exec[i].Module; m != nil && !seen[m] {
+			seen[m] = true
+			mods = append(mods, m)
+		}
+	}
+	go func() {
+		for _, m := range mods {
+			ms := t.syms.module(t, m)
+			ms.startLines(m)
+		}
+	}()
+}
+
 // symbolizer caches, per module, its symbol table (merged with its debug
 // file's), its DWARF line index and the source frames of the PCs seen.
 type symbolizer struct {
@@ -128,6 +150,22 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 // the index is built in the background and frames get no lines until it is
 // ready, so a tick never waits for it; dump waits.
 func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool) []debuginfo.Frame {
+	ms.startLines(m)
+	if async {
+		select {
+		case <-ms.linesDone:
+		default:
+			return nil
+		}
+	} else {
+		<-ms.linesDone
+	}
+	return ms.framesAt(vaddr)
+}
+
+// startLines starts loading m's line tables once; linesDone is closed when
+// they are ready (or known to be absent).
+func (ms *moduleSymbols) startLines(m *procmaps.Module) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
 		go func() {
@@ -142,15 +180,11 @@ func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bo
 			}
 		}()
 	})
-	if async {
-		select {
-		case <-ms.linesDone:
-		default:
-			return nil
-		}
-	} else {
-		<-ms.linesDone
-	}
+}
+
+// framesAt returns the cached source frames of vaddr, decoding its unit on
+// first use. The line tables must be ready.
+func (ms *moduleSymbols) framesAt(vaddr uint64) []debuginfo.Frame {
 	ms.mu.Lock()
 	fr, ok := ms.pcs[vaddr]
 	ms.mu.Unlock()
