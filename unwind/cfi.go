@@ -189,16 +189,28 @@ func (w *Walker) isSigreturn(a regs.Arch, pc uint64) bool {
 	default:
 		return false // TODO(s390x): svc 119/173 and its struct rt_sigframe.
 	}
-	var buf [16]byte
-	b := buf[:len(want)]
 	if w.mem == nil || pc > 1<<63 {
 		return false
 	}
-	if n, _ := w.mem.ReadAt(b, int64(pc)); n != len(b) {
-		return false
+	// Code does not change under a running program, and reading it costs a
+	// system call on a live target: remember the answer per PC. The cache
+	// is bounded; code mapped later at a reused address is rare enough to
+	// pay one wrong answer before the next reset.
+	if is, ok := w.sigreturn[pc]; ok {
+		return is
 	}
-	return string(b) == string(want)
+	if w.sigreturn == nil || len(w.sigreturn) >= maxSigreturnCache {
+		w.sigreturn = make(map[uint64]bool)
+	}
+	b := w.code[:len(want)]
+	n, _ := w.mem.ReadAt(b, int64(pc))
+	is := n == len(b) && string(b) == string(want)
+	w.sigreturn[pc] = is
+	return is
 }
+
+// maxSigreturnCache bounds Walker.sigreturn.
+const maxSigreturnCache = 4096
 
 // signalStep restores the interrupted code's registers from the signal
 // frame at cur's SP. The result skips the SP guards: the interrupted SP may

@@ -21,6 +21,9 @@ var ErrTable = errors.New("corrupt unwind table")
 type Walker struct {
 	frames []Frame
 	buf    [8]byte // scratch for Memory.ReadAt; a field so it does not escape per read
+	code   [16]byte
+	// sigreturn caches whether the code at a PC is a signal trampoline.
+	sigreturn map[uint64]bool
 	// The callee's and the caller's registers of the current step; fields,
 	// because a Stepper gets pointers to them (which would make locals
 	// escape), and two so a step swaps pointers instead of copying.
