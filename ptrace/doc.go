@@ -64,9 +64,27 @@
 //     main thread's) ErrProcessExited; neither is fatal to the Tracer.
 //
 // Every ptrace-stop also sends SIGCHLD to the tracer; the tracer thread
-// handles events of threads nobody is sampling at once (a signal is
-// delivered, a group-stop listened to, a new thread resumed), and polls
-// every 100ms in case a SIGCHLD was missed.
+// handles events of threads nobody is sampling (a signal is delivered, a
+// group-stop listened to, a new thread resumed) within 2 ms of the signal,
+// and polls every 100ms in case a SIGCHLD was missed. The drain is rate
+// limited because its peek walks every traced thread in the kernel, and
+// sampling itself raises a SIGCHLD per stop.
+//
+// # The pause
+//
+// A sampled thread stays stopped from its stop to the resume request, and
+// everything on that path is kept to what the floor (bench/ptrace-floor.c)
+// does: the stack buffer is allocated before the stop, the requests that
+// cannot block (every ptrace request, process_vm_readv of the stack window,
+// WNOHANG waits) are raw system calls that skip the Go scheduler's
+// bookkeeping, SIGCHLD is blocked on the tracer thread so its handler does
+// not run there right as the wait returns, a non-main thread's stop is
+// waited for with a wait4 of that TID (O(1) in the kernel); a main
+// thread's through the peek described above (a blocking wait4 on a main
+// thread can deadlock in a group exit, and polling for its stop made the
+// next request wait in the kernel for the thread to leave its CPU). Exits do
+// not scan every thread of the process: only when the main thread looks
+// exiting (see Process.dying). BenchmarkSampleSteps times each step.
 //
 // Detach stops every thread first (INTERRUPT, then wait), then detaches
 // each with its pending signal, so no thread is left traced or stopped by

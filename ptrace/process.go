@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -49,7 +50,7 @@ type Process struct {
 	frozen       bool
 	exited       bool
 	detached     bool
-	execs        int
+	execs        atomic.Int64 // written on the tracer thread, read anywhere
 }
 
 // Sample is one thread's registers and the stack bytes above its stack
@@ -198,11 +199,10 @@ func (p *Process) Threads() []int {
 
 // Execs returns how many execve calls the process made while attached:
 // when it changes, cached mappings and symbols are stale.
-func (p *Process) Execs() int {
-	var n int
-	p.tr.do(func() { n = p.execs })
-	return n
-}
+//
+// It does not go through the tracer thread: the periodic engine asks at
+// every tick.
+func (p *Process) Execs() int { return int(p.execs.Load()) }
 
 // Sample stops thread tid (PTRACE_INTERRUPT), reads its registers and up
 // to stackWindow bytes of stack from its stack pointer, and resumes it the
@@ -241,11 +241,13 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, e
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
 	}
-	var s Sample
 	return p.tr.do(func() {
+		// One Sample kept by the tracer: its stack buffer is allocated
+		// once, not per batch (and never while a thread is stopped).
+		s := &p.tr.each
 		for _, tid := range tids {
-			err := p.sample(&s, tid, stackWindow, 0)
-			if !each(&s, err) || errors.Is(err, ErrProcessExited) {
+			err := p.sample(s, tid, stackWindow, 0)
+			if !each(s, err) || errors.Is(err, ErrProcessExited) {
 				return
 			}
 		}
@@ -272,6 +274,10 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 			return ErrThreadExited
 		}
 		return ErrUnknownThread
+	}
+	if n := max(window, 0); cap(s.Stack) < n {
+		// Allocate before the stop, not while the thread waits for us.
+		s.Stack = make([]byte, n)
 	}
 	t0 := time.Now()
 	if th.state == stateRunning || th.state == stateListening {
@@ -328,8 +334,7 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 	t.local[0] = unix.Iovec{Base: &s.Stack[0]}
 	t.local[0].SetLen(n)
 	t.remote[0] = unix.RemoteIovec{Base: uintptr(sp), Len: n}
-	got, err := unix.ProcessVMReadv(th.tid, t.local[:], t.remote[:], 0)
-	got = max(got, 0)
+	got, err := readRemote(th.tid, &t.local[0], &t.remote[0])
 	s.Stack = s.Stack[:got]
 	if got < n {
 		if err == nil {
@@ -364,7 +369,7 @@ func (p *Process) waitHeld(th *thread) error {
 			if stray {
 				// Poll: our tracees' events hide behind a child's.
 				t.drainEach(th)
-				if wpid, ws, _ = wait4(th.tid, unix.WNOHANG); wpid != th.tid {
+				if wpid, ws, _ = wait4NoHang(th.tid); wpid != th.tid {
 					time.Sleep(time.Millisecond)
 					continue
 				}
@@ -414,13 +419,17 @@ func (p *Process) onStatus(th *thread, ws unix.WaitStatus, hold bool) (bool, err
 	case unix.PTRACE_EVENT_CLONE:
 		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil {
 			// Its first stop may have come (and it may even have exited)
-			// before this event: add it only if never seen.
-			if !p.seen[int(msg)] {
-				p.addThread(int(msg), stateNewborn)
+			// before this event: add it unless known. A TID seen before is
+			// either that (an exited thread) or a TID the kernel reused
+			// (pid_max is often 32768, and thread churn wraps it in
+			// seconds): then /proc tells whose tracee it is. Missing a
+			// reused TID would leave it traced after Detach.
+			if tid := int(msg); p.threads[tid] == nil && (!p.seen[tid] || p.tracedByUs(tid)) {
+				p.addThread(tid, stateNewborn)
 			}
 		}
 	case unix.PTRACE_EVENT_EXEC:
-		p.execs++
+		p.execs.Add(1)
 		// An execve in another thread: the kernel gave its TID's place to
 		// the main thread and reaped the old TID.
 		if msg, err := unix.PtraceGetEventMsg(th.tid); err == nil && int(msg) != th.tid {
@@ -463,6 +472,13 @@ func (p *Process) resume(th *thread) {
 	}
 }
 
+// tracedByUs reports whether tid is a live thread of p traced by this
+// tracer thread.
+func (p *Process) tracedByUs(tid int) bool {
+	st, err := readStatus(tid)
+	return err == nil && st["Tgid"] == strconv.Itoa(p.pid) && st["TracerPid"] == strconv.Itoa(p.tr.tid)
+}
+
 func (p *Process) addThread(tid int, st threadState) *thread {
 	th := &thread{tid: tid, proc: p, state: st}
 	p.threads[tid] = th
@@ -490,7 +506,23 @@ func (p *Process) gone(th *thread) error {
 
 // dying reports whether no thread of the process is alive any more (all
 // exiting or zombies, or /proc/PID gone): exit_group is under way.
-func (p *Process) dying() bool { return !p.anyLive() }
+//
+// It is asked at every thread exit, so it first looks at the main thread
+// alone (one small read): a group exit (exit_group, a fatal signal) always
+// takes the main thread too, which then shows PF_EXITING or is a zombie.
+// Only then are all threads checked, since an execve in another thread, or
+// a main thread that called pthread_exit, look the same from there. With
+// threads coming and going by the thousand, checking every thread at
+// every exit would cost more than the sampling (O(threads) per exit).
+func (p *Process) dying() bool {
+	if !p.leaderZombie {
+		st, err := readStat(p.pid, 0)
+		if err == nil && st.state != 'Z' && st.state != 'X' && st.flags&pfExiting == 0 {
+			return false
+		}
+	}
+	return !p.anyLive()
+}
 
 const pfExiting = 0x4
 

@@ -16,12 +16,58 @@ const seizeOptions = unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC
 
 // ptraceReq issues one ptrace request. unix.PtraceSeize cannot pass options
 // and unix has no PTRACE_LISTEN wrapper, so every request goes through here.
+//
+// It is a raw system call: no ptrace request blocks (they act on a tracee
+// that is stopped or merely signal it), so telling the Go scheduler about
+// the call (entersyscall/exitsyscall, and a P possibly handed off and
+// reacquired) would only lengthen the time a sampled thread stays stopped.
 func ptraceReq(req int, tid int, addr, data uintptr) error {
-	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
 	if e != 0 {
 		return e
 	}
 	return nil
+}
+
+// readRemote is process_vm_readv of one remote range into one local buffer,
+// as a raw system call for the same reason as ptraceReq: it copies a stack
+// window of a stopped thread (anonymous memory, resident in practice) and
+// the thread waits for it.
+func readRemote(pid int, local *unix.Iovec, remote *unix.RemoteIovec) (int, error) {
+	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+		uintptr(unsafe.Pointer(local)), 1, uintptr(unsafe.Pointer(remote)), 1, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// wait4NoHang is a non-blocking wait4 for tid, raw (it cannot block).
+func wait4NoHang(tid int) (int, unix.WaitStatus, error) {
+	var ws unix.WaitStatus
+	for {
+		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, uintptr(tid), uintptr(unsafe.Pointer(&ws)),
+			uintptr(unix.WNOHANG|unix.WALL|unix.WNOTHREAD), 0, 0, 0)
+		if e == unix.EINTR {
+			continue
+		}
+		if e != 0 {
+			return -1, 0, e
+		}
+		return int(r), ws, nil
+	}
+}
+
+// blockSIGCHLD blocks SIGCHLD on the calling OS thread only. Each ptrace-stop
+// of a tracee sends the tracer SIGCHLD; unblocked on the tracer thread, the
+// kernel often delivers it there, right as wait4 returns with the tracee
+// stopped, and Go's signal handler then runs inside the pause. Blocked
+// here, it goes to another thread of the process and still reaches
+// os/signal (and so the tracer's drain). Call it on a locked thread.
+func blockSIGCHLD() error {
+	set := unix.Sigset_t{}
+	set.Val[0] = 1 << (uint(unix.SIGCHLD) - 1)
+	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
 }
 
 func seize(tid int) error {
@@ -55,8 +101,18 @@ func wait4(tid int, options int) (int, unix.WaitStatus, error) {
 // is pending (with WNOHANG), -1 when there is nothing to wait for.
 func peekTracee(options int) int {
 	var info unix.Siginfo
+	options |= unix.WEXITED | unix.WSTOPPED | unix.WNOWAIT | unix.WALL | unix.WNOTHREAD
 	for {
-		err := unix.Waitid(unix.P_ALL, 0, &info, options|unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT|unix.WALL|unix.WNOTHREAD, nil)
+		var err error
+		if options&unix.WNOHANG != 0 {
+			// Cannot block: skip the scheduler hand-off (see ptraceReq).
+			_, _, e := unix.RawSyscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info)), uintptr(options), 0, 0)
+			if e != 0 {
+				err = e
+			}
+		} else {
+			err = unix.Waitid(unix.P_ALL, 0, &info, options, nil)
+		}
 		if err == unix.EINTR {
 			continue
 		}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -54,6 +54,9 @@ type Engine struct {
 	threads map[int]*threadState
 	execs   int
 	buf     []byte
+	todo    []*threadState // threads to sample this tick
+	tids    []int
+	results []stackResult
 
 	mu    sync.Mutex // guards prof (writes happen under it) and st
 	prof  *profile.Profile
@@ -75,6 +78,38 @@ type threadState struct {
 	stack              []profile.Frame
 	complete           bool
 	seenTick           int64
+	// Back-off of idle threads: after idleChecks consecutive readings that
+	// showed no run, schedstat is read again only at tick nextCheck.
+	idleChecks int
+	nextCheck  int64
+}
+
+// stackResult is one thread's outcome in a tick's batch.
+type stackResult struct {
+	ts   ThreadStack
+	err  error
+	done bool
+}
+
+// maxCheckInterval is the longest gap, in ticks, between two readings of an
+// idle thread's schedstat. Reading it costs a system call per thread per
+// tick, which with a thousand threads at 99 Hz is most of stacktop's CPU
+// while the threads sleep; the price is that a thread that starts running
+// after a long sleep is noticed up to this many ticks late (those ticks
+// miss its samples).
+const maxCheckInterval = 16
+
+// backOff schedules th's next schedstat reading: at the next tick if it
+// ran; after the first idle reading still at the next tick (a busy thread
+// on a loaded machine may miss one tick without being idle), then after 2,
+// 4, 8 and from then on maxCheckInterval ticks.
+func (th *threadState) backOff(tick int64, ran bool) {
+	if ran {
+		th.idleChecks, th.nextCheck = 0, tick+1
+		return
+	}
+	th.idleChecks = min(th.idleChecks+1, bits.Len(maxCheckInterval))
+	th.nextCheck = tick + min(int64(1)<<(th.idleChecks-1), maxCheckInterval)
 }
 
 // engineStats are the counters behind Stats, guarded by Engine.mu.
@@ -257,6 +292,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		gone    int64
 		lastErr error
 	)
+	todo := e.todo[:0]
 	for _, tid := range tids {
 		if e.only != nil && !e.only[tid] {
 			continue
@@ -268,12 +304,16 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			e.threads[tid] = th
 		}
 		th.seenTick = tick
-		cur, ok := e.readSchedstat(th)
-		if !ok {
-			continue // exited since the listing
+		ran := fresh
+		if fresh || tick >= th.nextCheck {
+			cur, ok := e.readSchedstat(th)
+			if !ok {
+				continue // exited since the listing
+			}
+			ran = fresh || !th.hasLast || e.ranSince(th, cur)
+			th.last, th.hasLast = cur, true
+			th.backOff(tick, ran)
 		}
-		ran := fresh || !th.hasLast || e.ranSince(th, cur)
-		th.last, th.hasLast = cur, true
 		if tick == 0 {
 			continue
 		}
@@ -284,27 +324,53 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
 			continue
 		}
-		var ts ThreadStack
-		err := e.t.stackInto(&ts, tid)
-		switch {
-		case errors.Is(err, ptrace.ErrProcessExited):
-			e.commit(batch, now, failed, gone, lastErr)
-			e.markExited(now, nil)
-			return true
-		case errors.Is(err, ptrace.ErrThreadExited), errors.Is(err, ptrace.ErrUnknownThread):
-			gone++
-			e.dropThread(th)
-			continue
-		case err != nil:
+		todo = append(todo, th)
+	}
+	e.todo = todo
+	if len(todo) > 0 {
+		// One trip to the tracer thread for the whole tick; each thread is
+		// resumed before it is unwound.
+		e.tids = e.tids[:0]
+		for _, th := range todo {
+			e.tids = append(e.tids, th.tid)
+		}
+		if cap(e.results) < len(todo) {
+			e.results = make([]stackResult, len(todo))
+		}
+		results := e.results[:len(todo)]
+		clear(results)
+		if err := e.t.stackEach(e.tids, func(i int, ts ThreadStack, err error) {
+			results[i] = stackResult{ts: ts, err: err, done: true}
+		}); err != nil {
 			failed++
 			lastErr = err
-			continue
 		}
-		th.owedSlices, th.owedNS = ownSlices, ownRunNS
-		th.stack, th.complete = ts.Frames, ts.Complete
-		e.refreshName(th, now)
-		batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
-			stopped: true, pause: ts.Stopped, total: ts.Total})
+		for i, th := range todo {
+			r := &results[i]
+			switch {
+			case !r.done:
+				continue // the batch ended early
+			case errors.Is(r.err, ptrace.ErrProcessExited):
+				e.commit(batch, now, failed, gone, lastErr)
+				e.markExited(now, nil)
+				return true
+			case errors.Is(r.err, ptrace.ErrThreadExited), errors.Is(r.err, ptrace.ErrUnknownThread):
+				gone++
+				e.dropThread(th)
+				continue
+			case r.err != nil:
+				failed++
+				lastErr = r.err
+				continue
+			}
+			ts := &r.ts
+			th.owedSlices, th.owedNS = ownSlices, ownRunNS
+			th.stack, th.complete = ts.Frames, ts.Complete
+			e.refreshName(th, now)
+			batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
+				stopped: true, pause: ts.Stopped, total: ts.Total})
+		}
+		clear(results) // drop the frames: th.stack keeps what is needed
 	}
 	// Forget threads that were not listed: they exited.
 	for tid, th := range e.threads {
@@ -426,17 +492,14 @@ func (e *Engine) refreshName(th *threadState, now time.Time) {
 }
 
 // readSchedstat reads th's CPU time. The file stays open between ticks
-// (lseek and read cost a fraction of open+read+close, which matters with
+// (one pread costs a fraction of open+read+close, which matters with
 // thousands of threads at 99 Hz); without the file, the stat tick counts
 // stand in.
 func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
 	if th.fd >= 0 {
-		// lseek+read, not pread: pread(fd, buf, 0) of a seq_file that was
-		// read to its end returns the old contents again.
-		if _, err := unix.Seek(th.fd, 0, io.SeekStart); err != nil {
-			return procmaps.Schedstat{}, false
-		}
-		n, err := unix.Read(th.fd, e.buf)
+		// pread at offset 0 makes the seq_file show the file afresh, in
+		// one system call (TestSchedstatPread checks that it does).
+		n, err := unix.Pread(th.fd, e.buf, 0)
 		if err != nil || n <= 0 {
 			return procmaps.Schedstat{}, false
 		}

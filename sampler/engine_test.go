@@ -4,9 +4,13 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
@@ -278,5 +282,62 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 	if st.N != int64(len(all)) {
 		t.Errorf("n = %d", st.N)
+	}
+}
+
+// TestSchedstatPread checks what readSchedstat relies on: pread at offset 0
+// of an open /proc/PID/task/TID/schedstat shows the thread's current run
+// time, not the contents of the first read.
+func TestSchedstatPread(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	path := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/schedstat"
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 128)
+	read := func() procmaps.Schedstat {
+		t.Helper()
+		n, err := unix.Pread(fd, buf, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, err := procmaps.ParseSchedstat(buf[:n])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ss
+	}
+	first := read()
+	for i := 0; i < 3; i++ {
+		// Burn 20 ms of this thread's CPU time.
+		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		}
+		if cur := read(); cur.RunNS >= first.RunNS+10_000_000 {
+			return
+		}
+	}
+	t.Fatalf("pread of %s still shows %d ns after 60 ms of CPU: stale contents", path, read().RunNS)
+}
+
+// TestBackOff checks the schedule of schedstat readings of an idle thread
+// and its reset when the thread runs.
+func TestBackOff(t *testing.T) {
+	var th threadState
+	var got []int64
+	tick := int64(1)
+	for range 8 {
+		th.backOff(tick, false)
+		got = append(got, th.nextCheck-tick)
+		tick = th.nextCheck
+	}
+	if want := []int64{1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(got, want) {
+		t.Fatalf("intervals of an idle thread = %v, want %v", got, want)
+	}
+	th.backOff(tick, true)
+	if th.nextCheck != tick+1 || th.idleChecks != 0 {
+		t.Fatalf("after a run: next check %d (tick %d), idle checks %d; want the next tick, 0", th.nextCheck, tick, th.idleChecks)
 	}
 }
