@@ -157,6 +157,14 @@ func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
 					}
 					continue // a thread on its way out
 				}
+				if tid != pid && p.threads[pid] != nil {
+					// The main thread was seized, so our credentials are
+					// good: the kernel refuses a thread that is exiting and
+					// not yet a zombie. Give it a moment to finish leaving.
+					if attached, gone := p.seizeLeaving(tid); attached || gone {
+						continue
+					}
+				}
 				cause := CausePermission
 				if s["TracerPid"] != "" && s["TracerPid"] != "0" {
 					cause = CauseAlreadyTraced
@@ -174,6 +182,26 @@ func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
 		return fail(&AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH})
 	}
 	return p, nil
+}
+
+// seizeLeaving retries PTRACE_SEIZE of a thread that refused with EPERM
+// while exiting, for up to about 10 ms: it either attaches (the refusal
+// was something else that passed) or the thread is gone or a zombie.
+func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
+	for i := 0; i < 50; i++ {
+		time.Sleep(200 * time.Microsecond)
+		switch seize(tid) {
+		case nil:
+			p.addThread(tid, stateRunning)
+			return true, false
+		case unix.ESRCH:
+			return false, true
+		}
+		if ts, err := readStat(p.pid, tid); err != nil || ts.state == 'Z' || ts.state == 'X' {
+			return false, true
+		}
+	}
+	return false, false
 }
 
 // PID returns the process ID.
@@ -652,24 +680,54 @@ func (p *Process) detach() error {
 	p.frozen = true // hold every stop from here on
 	defer delete(p.tr.procs, p.pid)
 	var first error
-	for _, th := range p.threads {
-		if th.state == stateRunning || th.state == stateListening {
-			ptraceReq(unix.PTRACE_INTERRUPT, th.tid, 0, 0)
-		}
-	}
-	for len(p.threads) > 0 {
-		th := p.someUnheld()
-		if th != nil {
-			p.waitHeld(th) // on exit the thread is forgotten
-			continue
-		}
+	for round := 0; round < 3; round++ {
 		for _, th := range p.threads {
-			err := ptraceReq(unix.PTRACE_DETACH, th.tid, 0, uintptr(th.sig))
-			if err != nil && err != unix.ESRCH && first == nil {
-				first = fmt.Errorf("detach thread %d: %w", th.tid, err)
+			if th.state == stateRunning || th.state == stateListening {
+				ptraceReq(unix.PTRACE_INTERRUPT, th.tid, 0, 0)
 			}
-			p.forget(th)
+		}
+		for len(p.threads) > 0 {
+			th := p.someUnheld()
+			if th != nil {
+				p.waitHeld(th) // on exit the thread is forgotten
+				continue
+			}
+			for _, th := range p.threads {
+				err := ptraceReq(unix.PTRACE_DETACH, th.tid, 0, uintptr(th.sig))
+				if err != nil && err != unix.ESRCH && first == nil {
+					first = fmt.Errorf("detach thread %d: %w", th.tid, err)
+				}
+				p.forget(th)
+			}
+		}
+		// Backstop: the kernel attaches every new thread to us
+		// (TRACECLONE). Under heavy thread churn one can slip past the
+		// bookkeeping (a TID reused between its clone event and its first
+		// stop); /proc says whose tracee it is, so detach whatever of
+		// this process is still ours.
+		strays := p.strays()
+		if len(strays) == 0 {
+			break
+		}
+		for _, tid := range strays {
+			p.addThread(tid, stateRunning)
 		}
 	}
 	return first
+}
+
+// strays lists the threads of the process still traced by this tracer
+// that it does not know of.
+func (p *Process) strays() []int {
+	tids, err := listTasks(p.pid)
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, tid := range tids {
+		if p.threads[tid] == nil && p.tracedByUs(tid) {
+			out = append(out, tid)
+		}
+	}
+	return out
 }

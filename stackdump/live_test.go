@@ -243,12 +243,20 @@ func checkRunning(t *testing.T, tg *targets.Target) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", tg.PID()))
-	for _, task := range tasks {
-		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", tg.PID(), task.Name()))
-		if !bytes.Contains(b, []byte("\nTracerPid:\t0\n")) {
-			t.Errorf("thread %s still traced after the dump", task.Name())
+	traced := func() []string {
+		var out []string
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", tg.PID()))
+		for _, task := range tasks {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", tg.PID(), task.Name()))
+			if len(b) > 0 && !bytes.Contains(b, []byte("\nTracerPid:\t0\n")) {
+				out = append(out, task.Name())
+			}
 		}
+		return out
+	}
+	if first := traced(); len(first) > 0 {
+		time.Sleep(300 * time.Millisecond)
+		t.Errorf("threads %v traced right after the dump; 300 ms later still traced: %v", first, traced())
 	}
 }
 

@@ -66,9 +66,10 @@ type Target struct {
 	pid      int
 	progress string // file the target rewrites with its counter
 
-	out   lockedBuffer  // stdout and stderr, for failure messages
-	done  chan struct{} // closed once the process has been reaped
-	ready chan struct{} // closed when "ready" was read
+	out     lockedBuffer  // stdout and stderr, for failure messages
+	done    chan struct{} // closed once the process has been reaped
+	ready   chan struct{} // closed when "ready" was read
+	drained chan struct{} // closed when all of the target's output was read
 }
 
 // Start runs the target NAME with args, waits until it prints "ready" and
@@ -89,6 +90,17 @@ func Start(tb testing.TB, name string, args ...string) *Target {
 	case <-t.ready:
 		return t
 	case <-t.done:
+		// A target that prints "ready" and exits at once (exiter) may be
+		// seen exiting first: its output is read by another goroutine.
+		select {
+		case <-t.drained:
+		case <-time.After(time.Second):
+		}
+		select {
+		case <-t.ready:
+			return t
+		default:
+		}
 		tb.Fatalf("targets: %s exited before it was ready\noutput:\n%s", name, t.out.String())
 	case <-timer.C:
 		tb.Fatalf("targets: %s not ready after %v\noutput:\n%s", name, ReadyTimeout, t.out.String())
@@ -127,6 +139,7 @@ func start(tb testing.TB, name, path string, args []string) *Target {
 		progress: filepath.Join(tb.TempDir(), "progress"),
 		done:     make(chan struct{}),
 		ready:    make(chan struct{}),
+		drained:  make(chan struct{}),
 	}
 	// The target must not be our child. A tracer in this process waits for
 	// its tracees with wait4(-1, __WALL), and a wait4(pid) that os/exec
@@ -157,6 +170,7 @@ func start(tb testing.TB, name, path string, args []string) *Target {
 	go func() {
 		io.Copy(&readyWriter{out: &t.out, ready: t.ready}, outR)
 		outR.Close()
+		close(t.drained)
 	}()
 	var pidLine [32]byte
 	n, _ := io.ReadFull(pidR, pidLine[:])
