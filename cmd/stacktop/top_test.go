@@ -33,7 +33,7 @@ func TestTopInTmux(t *testing.T) {
 		return string(out)
 	}
 	tmux("new-session", "-d", "-x", "80", "-y", "24", "-s", session,
-		fmt.Sprintf("%s top -p %d; sleep 30", stacktopBin, tg.PID()))
+		fmt.Sprintf("%s top -p %d; echo top-exited-$?; sleep 30", stacktopBin, tg.PID()))
 	defer exec.Command("tmux", "-L", session, "kill-server").Run()
 
 	screen := func() string { return tmux("capture-pane", "-p", "-t", session) }
@@ -76,9 +76,14 @@ func TestTopInTmux(t *testing.T) {
 		}
 	}
 
-	// q quits; the target must be running and untraced afterwards.
+	// q quits; once stacktop has exited (the UI leaves the alternate
+	// screen before the target is detached), the target must be running
+	// and untraced.
 	tmux("send-keys", "-t", session, "q")
-	waitFor("stacktop to exit", func(s string) bool { return !strings.Contains(s, "hot") })
+	s = waitFor("stacktop to exit", func(s string) bool { return strings.Contains(s, "top-exited-") })
+	if !strings.Contains(s, "top-exited-0") {
+		t.Errorf("stacktop top did not exit with status 0:\n%s", s)
+	}
 	checkUntraced(t, tg.PID())
 	before, _ := tg.Progress()
 	time.Sleep(200 * time.Millisecond)
