@@ -39,6 +39,10 @@ type layout struct {
 	// a lookup reads its function's fields instead of decoding them from
 	// the raw bytes (about 48 bytes per FDE, next to the raw ~20).
 	funcs []Func
+	// top holds every topStride-th start: a search first finds the block
+	// in this small array (it stays in L1 cache), then searches 64 starts
+	// (8 cache lines) instead of probing all over a large starts array.
+	top []uint64
 	// spReg/fpReg are the ABI's DWARF numbers for the default CFA bases.
 	spReg, fpReg uint16
 	wide         bool // V3: s64 start offsets
@@ -288,7 +292,14 @@ func (s *Section) indexStarts() {
 		s.funcs[k] = s.decodeFDE(s.sorted(k))
 		s.starts[k] = s.funcs[k].Start
 	}
+	s.top = make([]uint64, 0, len(s.starts)/topStride+1)
+	for k := 0; k < len(s.starts); k += topStride {
+		s.top = append(s.top, s.starts[k])
+	}
 }
+
+// topStride is how many starts one entry of the top-level index covers.
+const topStride = 64
 
 // startOf computes FDE i's function start address.
 func (s *Section) startOf(i int) uint64 {

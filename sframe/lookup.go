@@ -54,27 +54,36 @@ func (s *Section) walkFREs(f *Func, off uint64) (best uint64, found bool, err er
 	return best, found, nil
 }
 
-// find returns the address-order position (an index into s.funcs) of the
-// function whose range holds pc.
-func (s *Section) find(pc uint64) (int, bool) {
-	// Binary search on computed absolute starts: under PCREL the raw values
-	// shrink as the fields' own addresses grow, so only the sum is ordered.
-	// Branch-free form (the compiler emits a conditional move): the
-	// comparison outcome is unpredictable, so a mispredicted branch per
-	// step would dominate the search.
-	starts := s.starts
-	n := len(starts)
-	if n == 0 || starts[0] > pc {
-		return 0, false
-	}
-	base := 0 // invariant: starts[base] <= pc
+// lastAtOrBelow returns the index of the last element of the ascending,
+// non-empty a that is <= v, given a[0] <= v.
+func lastAtOrBelow(a []uint64, v uint64) int {
+	base, n := 0, len(a)
 	for n > 1 {
 		half := n >> 1
-		if starts[base+half] <= pc {
+		if a[base+half] <= v {
 			base += half
 		}
 		n -= half
 	}
+	return base
+}
+
+// find returns the address-order position (an index into s.funcs) of the
+// function whose range holds pc.
+func (s *Section) find(pc uint64) (int, bool) {
+	// Search the computed absolute starts: under PCREL the raw values
+	// shrink as the fields' own addresses grow, so only the sum is ordered.
+	starts := s.starts
+	if len(starts) == 0 || starts[0] > pc {
+		return 0, false
+	}
+	// Last block whose first start is <= pc, then the last start <= pc in
+	// it. Branch-free halving: the comparison outcome is unpredictable, so
+	// a mispredicted branch per step would dominate the search.
+	blk := lastAtOrBelow(s.top, pc)
+	lo := blk * topStride
+	hi := min(lo+topStride, len(starts))
+	base := lo + lastAtOrBelow(starts[lo:hi], pc)
 	if pc-starts[base] >= uint64(s.funcs[base].Size) {
 		return 0, false // a gap, past the end, or a size-0 FDE
 	}
