@@ -21,7 +21,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/export"
-	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
 )
@@ -98,35 +97,15 @@ func runRecord(args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
-		var child *spawned
-		pid := f.pid
-		if len(cmdArgs) > 0 {
-			if child, err = startCommand(cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}); err != nil {
-				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				return fail
-			}
-			defer child.abandon()
-			pid = child.pid
-		}
-		cache := procmaps.NewModuleCache()
-		defer cache.Close()
-		t, err := sampler.Open(tr, pid, cache, f.targetOptions())
+		opts := f.engineOptions()
+		opts.Duration = f.duration
+		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail
 		}
-		// The engine is made before the command is released, so the exec
-		// that follows counts as a change and the new image is loaded.
-		opts := f.engineOptions()
-		opts.Duration = f.duration
-		eng := sampler.NewEngine(t, opts)
-		if child != nil {
-			if err := child.release(); err != nil {
-				t.Close()
-				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				return fail
-			}
-		}
+		defer sess.close()
+		t, eng, child := sess.target, sess.engine, sess.child
 		stopProgress := func() {}
 		if !f.quiet && isTerminal(os.Stderr) {
 			stopProgress = showProgress(os.Stderr, eng)

@@ -3,7 +3,10 @@ package main
 import (
 	"flag"
 	"fmt"
+	"os"
 
+	"stacktop/procmaps"
+	"stacktop/ptrace"
 	"stacktop/sampler"
 )
 
@@ -48,4 +51,55 @@ func (f *samplingFlags) engineOptions() sampler.EngineOptions {
 // tables load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) targetOptions() sampler.Options {
 	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true}}
+}
+
+// session is what record and top sample: an attached target and its
+// engine, and the command stacktop started when run with -- CMD.
+type session struct {
+	child  *spawned // nil with -p
+	cache  *procmaps.ModuleCache
+	target *sampler.Target
+	engine *sampler.Engine
+}
+
+// startSession attaches to -p's process, or starts cmdArgs with stdio and
+// attaches to it before it execs, and prepares an engine with opts. The
+// engine is made before the command is released, so the exec that follows
+// counts as a change and the new image is loaded. The caller closes the
+// target (detach) and then the session.
+func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio [3]*os.File, opts sampler.EngineOptions) (*session, error) {
+	s := &session{cache: procmaps.NewModuleCache()}
+	pid := f.pid
+	if len(cmdArgs) > 0 {
+		child, err := startCommand(cmdArgs, stdio)
+		if err != nil {
+			s.close()
+			return nil, err
+		}
+		s.child, pid = child, child.pid
+	}
+	t, err := sampler.Open(tr, pid, s.cache, f.targetOptions())
+	if err != nil {
+		s.close()
+		return nil, err
+	}
+	s.target = t
+	s.engine = sampler.NewEngine(t, opts)
+	if s.child != nil {
+		if err := s.child.release(); err != nil {
+			t.Close()
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// close releases what the session holds besides the target: the module
+// cache, and a command that never ran or whose status nobody collected.
+func (s *session) close() {
+	if s.child != nil {
+		s.child.abandon()
+	}
+	s.cache.Close()
 }

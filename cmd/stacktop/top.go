@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"stacktop/live"
-	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 	"stacktop/tui"
 )
 
@@ -56,38 +54,20 @@ func runTop(args []string) int {
 	// SIGTERM and SIGHUP (the terminal closing) end the UI; the deferred
 	// detach in withTracer then runs. A second signal detaches at once.
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
-		var child *spawned
-		target := f.pid
-		if len(cmdArgs) > 0 {
-			devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				return exitTopNothing
-			}
-			child, err = startCommand(cmdArgs, [3]*os.File{devnull, devnull, devnull})
-			devnull.Close()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				return exitTopNothing
-			}
-			defer child.abandon()
-			target = child.pid
-		}
-		cache := procmaps.NewModuleCache()
-		defer cache.Close()
-		t, err := sampler.Open(tr, target, cache, f.targetOptions())
+		devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
 		}
-		defer t.Close()
-		eng := sampler.NewEngine(t, f.engineOptions())
-		if child != nil {
-			if err := child.release(); err != nil {
-				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				return exitTopNothing
-			}
+		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, f.engineOptions())
+		devnull.Close()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			return exitTopNothing
 		}
+		defer sess.close()
+		defer sess.target.Close()
+		eng, child := sess.engine, sess.child
 		src := live.New(eng)
 		engineDone := make(chan error, 1)
 		go func() {
