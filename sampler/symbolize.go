@@ -43,28 +43,6 @@ func newSymbolizer() *symbolizer {
 	return &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
 }
 
-// PrefetchSymbols starts loading, in the background, the symbol tables and
-// line tables of every module mapped now, so that this work (libc's debug
-// file: a few hundred milliseconds, mostly decompression) overlaps with
-// sampling instead of following it. A one-shot dump calls it right after
-// Open; symbolisation later waits only for what is not ready yet.
-func (t *Target) PrefetchSymbols() {
-	var mods []*procmaps.Module
-	seen := map[*procmaps.Module]bool{}
-	for i := range t.space.Exec {
-		if m := t.space.Exec[i].Module; m != nil && !seen[m] {
-			seen[m] = true
-			mods = append(mods, m)
-		}
-	}
-	go func() {
-		for _, m := range mods {
-			ms := t.syms.module(t, m)
-			ms.startLines(m)
-		}
-	}()
-}
-
 // symbolizer caches, per module, its symbol table (merged with its debug
 // file's), its DWARF line index and the source frames of the PCs seen.
 type symbolizer struct {

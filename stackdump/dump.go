@@ -68,9 +68,6 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 	}()
 	res = &Result{PID: pid, Command: procmaps.Cmdline(pid)}
-	if !opt.Sampler.Symbols.NoLines {
-		t.PrefetchSymbols() // debug info loads while the threads are sampled
-	}
 
 	if opt.TID != 0 && !slices.Contains(t.Process().Threads(), opt.TID) {
 		return nil, fmt.Errorf("thread %d is not a thread of process %d", opt.TID, pid)
