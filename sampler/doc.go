@@ -7,8 +7,9 @@
 // dump, record and top all stand on it.
 //
 // Lifecycle: Open attaches to a process (every thread, PTRACE_SEIZE: no
-// signal, no stop) and loads its address space; Stack samples one thread;
-// Close detaches. A Target is used from one goroutine; the ptrace.Tracer it
+// signal, no stop) and loads its address space; StackEach samples a batch
+// of threads in one trip to the tracer thread (dump); an Engine samples
+// periodically (record, top); Close detaches. A Target is used from one goroutine; the ptrace.Tracer it
 // runs on serialises the ptrace requests of all targets on its locked OS
 // thread.
 //

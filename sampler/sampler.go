@@ -1,7 +1,6 @@
 package sampler
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -132,30 +131,6 @@ func (t *Target) refresh() error {
 	return nil
 }
 
-// Stack samples thread tid and returns its symbolised stack. A sample error
-// (the thread exited, the process is gone) is returned as is; an unwind
-// that stopped early is a ThreadStack with Complete false and Err set.
-func (t *Target) Stack(tid int) (ThreadStack, error) {
-	ts := ThreadStack{TID: tid}
-	if info, err := procmaps.ReadThreadInfo(t.PID, tid); err == nil {
-		ts.Name, ts.State = info.Name, string(info.State)
-	}
-	err := t.stackInto(&ts, tid)
-	return ts, err
-}
-
-// stackInto is Stack without reading the thread's name and state: the
-// periodic engine knows them already and samples far more often than dump.
-func (t *Target) stackInto(ts *ThreadStack, tid int) error {
-	ts.TID = tid
-	if err := t.proc.SampleInto(&t.sample, tid, t.opts.StackWindow, 0); err != nil {
-		return err
-	}
-	ts.Stopped, ts.Total = t.sample.Stopped, t.sample.Total
-	t.unwind(ts)
-	return nil
-}
-
 // reload drops the address space and reads it again from scratch: after an
 // execve every mapping, module and symbol table of the old image is stale.
 func (t *Target) reload() error {
@@ -193,9 +168,4 @@ func (t *Target) walk() unwind.Stack {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}
 	return t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
-}
-
-// IsGone reports whether err means the thread or process no longer exists.
-func IsGone(err error) bool {
-	return errors.Is(err, ptrace.ErrThreadExited) || errors.Is(err, ptrace.ErrProcessExited)
 }
