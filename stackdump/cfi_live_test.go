@@ -86,21 +86,7 @@ func compareWithGDB(t *testing.T, name string, check func(ts sampler.ThreadStack
 	tg := targets.Start(t, name)
 	tg.Stop()
 	defer tg.Cont()
-	res, err := Run(newTracer(t), tg.PID(), Options{})
-	if err != nil {
-		t.Fatalf("dump: %v", err)
-	}
-	gdb, err := gdbstack.Backtrace(tg.PID())
-	if err != nil {
-		t.Fatalf("gdb: %v", err)
-	}
-	var text bytes.Buffer
-	WriteText(&text, res)
-	defer func() {
-		if t.Failed() {
-			t.Logf("stacktop:\n%s", text.String())
-		}
-	}()
+	res, gdb := dumpWithGDB(t, tg.PID(), Options{})
 	if len(res.Threads) != len(gdb) {
 		t.Errorf("dumped %d threads, gdb saw %d", len(res.Threads), len(gdb))
 	}

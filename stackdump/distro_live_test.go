@@ -1,7 +1,6 @@
 package stackdump
 
 import (
-	"bytes"
 	"debug/elf"
 	"fmt"
 	"os"
@@ -243,25 +242,11 @@ func compareStopped(t *testing.T, tg *targets.Target, want distroWant) *Result {
 	t.Helper()
 	tg.Stop()
 	defer tg.Cont()
-	res, err := Run(newTracer(t), tg.PID(), Options{})
-	if err != nil {
-		t.Fatalf("dump: %v", err)
-	}
-	gdb, err := gdbstack.Backtrace(tg.PID())
-	if err != nil {
-		t.Fatalf("gdb: %v", err)
-	}
+	res, gdb := dumpWithGDB(t, tg.PID(), Options{})
 	maps, err := procmaps.ReadMaps(tg.PID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var text bytes.Buffer
-	WriteText(&text, res)
-	defer func() {
-		if t.Failed() {
-			t.Logf("stacktop:\n%s", text.String())
-		}
-	}()
 	if len(res.Threads) != len(gdb) {
 		t.Errorf("dumped %d threads, gdb saw %d", len(res.Threads), len(gdb))
 	}

@@ -27,6 +27,29 @@ func needPtrace(t *testing.T) {
 	}
 }
 
+// dumpWithGDB dumps the stopped process pid with opt and runs gdb on the
+// same process: the two views every comparison test starts from. If the
+// test fails, stacktop's text output is logged.
+func dumpWithGDB(t *testing.T, pid int, opt Options) (*Result, map[int][]gdbstack.Frame) {
+	t.Helper()
+	res, err := Run(newTracer(t), pid, opt)
+	if err != nil {
+		t.Fatalf("dump: %v", err)
+	}
+	gdb, err := gdbstack.Backtrace(pid)
+	if err != nil {
+		t.Fatalf("gdb: %v", err)
+	}
+	var text bytes.Buffer
+	WriteText(&text, res)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("stacktop:\n%s", text.String())
+		}
+	})
+	return res, gdb
+}
+
 func newTracer(t *testing.T) *ptrace.Tracer {
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
@@ -81,25 +104,11 @@ func TestDumpMatchesGDB(t *testing.T) {
 
 			// CFI off: this test proves the SFrame and frame-pointer paths
 			// alone (TestDumpMatchesGDBEveryFrame covers the full order).
-			res, err := Run(newTracer(t), tg.PID(), Options{Sampler: sampler.Options{NoCFI: true}})
-			if err != nil {
-				t.Fatalf("dump: %v", err)
-			}
-			gdb, err := gdbstack.Backtrace(tg.PID())
-			if err != nil {
-				t.Fatalf("gdb: %v", err)
-			}
+			res, gdb := dumpWithGDB(t, tg.PID(), Options{Sampler: sampler.Options{NoCFI: true}})
 			ranges := binaryRanges(t, tg.PID(), name)
 			if len(res.Threads) != len(gdb) {
 				t.Errorf("dumped %d threads, gdb saw %d", len(res.Threads), len(gdb))
 			}
-			var text bytes.Buffer
-			WriteText(&text, res)
-			defer func() {
-				if t.Failed() {
-					t.Logf("stacktop:\n%s", text.String())
-				}
-			}()
 			for _, ts := range res.Threads {
 				want, ok := gdb[ts.TID]
 				if !ok {
