@@ -183,6 +183,12 @@ func start(tb testing.TB, name, path string, args []string) *Target {
 		tb.Fatalf("targets: starting %s: no pid from the shell: %q", name, pidLine[:n])
 	}
 	pidfd, err := unix.PidfdOpen(t.pid, 0)
+	if err == unix.ESRCH {
+		// Exited (and reaped by its new parent) already.
+		close(t.done)
+		tb.Cleanup(t.kill)
+		return t
+	}
 	if err != nil {
 		tb.Fatalf("targets: pidfd of %s (%d): %v", name, t.pid, err)
 	}
