@@ -305,23 +305,6 @@ static const struct shape shapes[NSLOTS] = {
 	[SLOT_ASMENTRY] = {"asmentry", asmentry_thread, -1},
 };
 
-/* in_syscall reports whether thread tid is blocked in system call nr. */
-static int in_syscall(int tid, long nr)
-{
-	char path[64], buf[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *end;
-	long got = strtol(buf, &end, 10);
-	return end != buf && got == nr;
-}
 
 static int in_place(int s)
 {
@@ -354,11 +337,5 @@ int main(int argc, char **argv)
 			die("threads did not settle", ETIMEDOUT);
 		progress_sleep_ms(1);
 	}
-	progress_write(0); /* readable as soon as "ready" is seen */
-	announce_ready();
-
-	for (unsigned long long n = 1;; n++) {
-		progress_write(n);
-		progress_sleep_ms(10);
-	}
+	ready_then_tick();
 }

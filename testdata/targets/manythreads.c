@@ -123,11 +123,5 @@ int main(int argc, char **argv)
 			die("threads did not start", ETIMEDOUT);
 		progress_sleep_ms(1);
 	}
-	progress_write(0); /* readable as soon as "ready" is seen */
-	announce_ready();
-
-	for (unsigned long long v = 1;; v++) {
-		progress_write(v);
-		progress_sleep_ms(10);
-	}
+	ready_then_tick();
 }

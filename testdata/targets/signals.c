@@ -155,22 +155,6 @@ static void handle(int sig, void (*fn)(int))
 		die("sigaction", errno);
 }
 
-static int in_syscall(int tid, long nr)
-{
-	char path[64], buf[64];
-	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	char *end;
-	long got = strtol(buf, &end, 10);
-	return end != buf && got == nr;
-}
 
 static void wait_for(int (*cond)(void), const char *what)
 {
@@ -221,11 +205,5 @@ int main(void)
 	pthread_kill(th[SLOT_SYSCALL], SIGUSR1);
 	pthread_kill(th[SLOT_NESTED], SIGUSR2);
 	wait_for(settled, "handlers did not settle");
-	progress_write(0);
-	announce_ready();
-
-	for (unsigned long long n = 1;; n++) {
-		progress_write(n);
-		progress_sleep_ms(10);
-	}
+	ready_then_tick();
 }

@@ -104,4 +104,38 @@ static inline void die(const char *what, int err)
 	exit(2);
 }
 
+/* in_syscall reports whether thread tid is blocked in system call nr, as
+ * /proc/self/task/TID/syscall shows it: how a target waits until its
+ * threads have reached the calls the tests expect them in. */
+static inline int in_syscall(int tid, long nr)
+{
+	char path[64], buf[64];
+	snprintf(path, sizeof path, "/proc/self/task/%d/syscall", tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	char *end;
+	long got = strtol(buf, &end, 10);
+	return end != buf && got == nr;
+}
+
+/* ready_then_tick publishes progress 0, prints "ready", then bumps the
+ * progress counter every 10 ms forever: the main thread's life once the
+ * other threads are in place. Always inlined, so main stays the frame
+ * below the sleep. */
+static inline __attribute__((always_inline, noreturn)) void ready_then_tick(void)
+{
+	progress_write(0); /* readable as soon as "ready" is seen */
+	announce_ready();
+	for (unsigned long long n = 1;; n++) {
+		progress_write(n);
+		progress_sleep_ms(10);
+	}
+}
+
 #endif
