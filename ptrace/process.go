@@ -51,6 +51,12 @@ type Process struct {
 	exited       bool
 	detached     bool
 	execs        atomic.Int64 // written on the tracer thread, read anywhere
+	// tidList caches Threads' answer; the tracer thread clears it when a
+	// thread is added or forgotten.
+	tidList atomic.Pointer[[]int]
+	// clones counts the threads the kernel attached to us (TRACECLONE):
+	// without any, Detach has no stray thread to look for.
+	clones int
 }
 
 // Sample is one thread's registers and the stack bytes above its stack
@@ -212,16 +218,26 @@ func (p *Process) PID() int { return p.pid }
 func (p *Process) WasStopped() bool { return p.wasStopped }
 
 // Threads returns the TIDs currently traced, sorted; nil once the process
-// exited or was detached.
+// exited or was detached. The slice is shared: callers must not modify it.
+//
+// The periodic engine asks at every tick, and the thread set rarely
+// changes between ticks, so the list is kept until a thread comes or goes
+// instead of being rebuilt (and sorted) on the tracer thread each time.
 func (p *Process) Threads() []int {
+	if tids := p.tidList.Load(); tids != nil {
+		return *tids
+	}
 	var tids []int
 	p.tr.do(func() {
-		tids = make([]int, 0, len(p.threads))
-		for tid := range p.threads {
-			tids = append(tids, tid)
+		if len(p.threads) > 0 {
+			tids = make([]int, 0, len(p.threads))
+			for tid := range p.threads {
+				tids = append(tids, tid)
+			}
+			slices.Sort(tids)
 		}
+		p.tidList.Store(&tids)
 	})
-	slices.Sort(tids)
 	return tids
 }
 
@@ -252,7 +268,9 @@ func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint6
 		return ErrUnsupportedArch
 	}
 	var err error
-	if e := p.tr.do(func() { err = p.sample(s, tid, stackWindow, stackEnd) }); e != nil {
+	if e := p.tr.do(func() {
+		p.tr.stopBatch(func() { err = p.sample(s, tid, stackWindow, stackEnd) })
+	}); e != nil {
 		return e
 	}
 	return err
@@ -273,12 +291,14 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, e
 		// One Sample kept by the tracer: its stack buffer is allocated
 		// once, not per batch (and never while a thread is stopped).
 		s := &p.tr.each
-		for _, tid := range tids {
-			err := p.sample(s, tid, stackWindow, 0)
-			if !each(s, err) || errors.Is(err, ErrProcessExited) {
-				return
+		p.tr.stopBatch(func() {
+			for _, tid := range tids {
+				err := p.sample(s, tid, stackWindow, 0)
+				if !each(s, err) || errors.Is(err, ErrProcessExited) {
+					return
+				}
 			}
-		}
+		})
 	})
 }
 
@@ -376,39 +396,24 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 // waitHeld blocks until th reports a stop and holds it there. Any stop
 // will do: an interrupt stop, a group-stop, a signal-delivery-stop (its
 // signal is kept in th.sig and delivered on resume), a clone or exec event.
-// A main thread's exit is reported only after the other threads' exits were
-// reaped, so for it waitHeld handles every tracee's events while waiting.
 func (p *Process) waitHeld(th *thread) error {
-	t := p.tr
+	spin := p.tr.spin
 	for {
-		if t.threads[th.tid] != th {
+		if p.tr.threads[th.tid] != th {
 			return ErrThreadExited // dropped by an exec in another thread
 		}
-		var wpid int
 		var ws unix.WaitStatus
-		if th.tid != p.pid {
+		var ok bool
+		if spin {
+			spin = false
+			ws, ok = pollStop(th.tid)
+		}
+		if !ok {
 			var err error
-			if wpid, ws, err = wait4(th.tid, 0); err != nil {
-				return p.gone(th) // ECHILD: reaped already
+			if ws, ok, err = p.waitStatus(th); err != nil {
+				return err
 			}
-		} else {
-			var stray bool
-			wpid, ws, stray = t.next(0)
-			if stray {
-				// Poll: our tracees' events hide behind a child's.
-				t.drainEach(th)
-				if wpid, ws, _ = wait4NoHang(th.tid); wpid != th.tid {
-					time.Sleep(time.Millisecond)
-					continue
-				}
-			}
-			if wpid < 0 {
-				return p.gone(th)
-			}
-			if wpid != th.tid {
-				if wpid > 0 {
-					t.dispatch(wpid, ws)
-				}
+			if !ok {
 				continue
 			}
 		}
@@ -420,6 +425,41 @@ func (p *Process) waitHeld(th *thread) error {
 			return nil
 		}
 	}
+}
+
+// waitStatus sleeps until th has a wait status and returns it. ok is false
+// when it handled other tracees' events instead (the caller asks again).
+//
+// A main thread's exit is reported only after the other threads' exits
+// were reaped, so for it waitStatus handles every tracee's events while
+// waiting.
+func (p *Process) waitStatus(th *thread) (ws unix.WaitStatus, ok bool, err error) {
+	t := p.tr
+	if th.tid != p.pid {
+		if _, ws, err = wait4(th.tid, 0); err != nil {
+			return 0, false, p.gone(th) // ECHILD: reaped already
+		}
+		return ws, true, nil
+	}
+	wpid, ws, stray := t.next(0)
+	if stray {
+		// Poll: our tracees' events hide behind a child's.
+		t.drainEach(th)
+		if wpid, ws, _ = wait4NoHang(th.tid); wpid != th.tid {
+			time.Sleep(time.Millisecond)
+			return 0, false, nil
+		}
+	}
+	if wpid < 0 {
+		return 0, false, p.gone(th)
+	}
+	if wpid != th.tid {
+		if wpid > 0 {
+			t.dispatch(wpid, ws)
+		}
+		return 0, false, nil
+	}
+	return ws, true, nil
 }
 
 // onStatus applies one wait status of th. With hold (or while frozen) a
@@ -510,6 +550,10 @@ func (p *Process) tracedByUs(tid int) bool {
 func (p *Process) addThread(tid int, st threadState) *thread {
 	th := &thread{tid: tid, proc: p, state: st}
 	p.threads[tid] = th
+	p.tidList.Store(nil)
+	if st == stateNewborn {
+		p.clones++
+	}
 	p.seen[tid] = true
 	p.tr.threads[tid] = th
 	return th
@@ -517,6 +561,7 @@ func (p *Process) addThread(tid int, st threadState) *thread {
 
 func (p *Process) forget(th *thread) {
 	delete(p.threads, th.tid)
+	p.tidList.Store(nil)
 	if p.tr.threads[th.tid] == th {
 		delete(p.tr.threads, th.tid)
 	}
@@ -591,7 +636,9 @@ func (p *Process) freeze() error {
 		return err
 	}
 	p.frozen = true
-	return p.stopAll()
+	var err error
+	p.tr.stopBatch(func() { err = p.stopAll() })
+	return err
 }
 
 // stopAll interrupts every running thread at once, then collects the stops.
@@ -680,6 +727,13 @@ func (p *Process) detach() error {
 	p.frozen = true // hold every stop from here on
 	defer delete(p.tr.procs, p.pid)
 	var first error
+	p.tr.stopBatch(func() { first = p.detachThreads() })
+	return first
+}
+
+// detachThreads stops and detaches every thread, then any stray ones.
+func (p *Process) detachThreads() error {
+	var first error
 	for round := 0; round < 3; round++ {
 		for _, th := range p.threads {
 			if th.state == stateRunning || th.state == stateListening {
@@ -704,7 +758,12 @@ func (p *Process) detach() error {
 		// (TRACECLONE). Under heavy thread churn one can slip past the
 		// bookkeeping (a TID reused between its clone event and its first
 		// stop); /proc says whose tracee it is, so detach whatever of
-		// this process is still ours.
+		// this process is still ours. Without any new thread since the
+		// attach there is nothing to find, and a thousand reads of
+		// /proc/TID/status are saved.
+		if p.clones == 0 {
+			break
+		}
 		strays := p.strays()
 		if len(strays) == 0 {
 			break

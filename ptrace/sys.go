@@ -3,6 +3,7 @@
 package ptrace
 
 import (
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -55,6 +56,36 @@ func wait4NoHang(tid int) (int, unix.WaitStatus, error) {
 			return -1, 0, e
 		}
 		return int(r), ws, nil
+	}
+}
+
+// stopSpin is how long pollStop polls for a stop before the tracer sleeps
+// in wait4 instead. A running thread stops some 20 µs after
+// PTRACE_INTERRUPT; a tracer asleep in wait4 must then be woken and
+// scheduled, which here added about 20 µs to every pause, in which the
+// sampled thread waits for us (bench/ptrace-floor.c with and without
+// SPIN=1, and bench/gaploop's lost time). Longer than the typical stop,
+// short enough that a thread which does not stop soon (runnable but
+// waiting for a CPU, or in uninterruptible sleep) costs little polling.
+// Spinning only pays while a CPU is free: see spinPolicy.
+const stopSpin = 150 * time.Microsecond
+
+// pollStop polls tid's wait status without sleeping for up to stopSpin.
+// ok reports whether it got one; on any error it leaves the diagnosis to
+// the sleeping wait that follows.
+func pollStop(tid int) (ws unix.WaitStatus, ok bool) {
+	deadline := time.Now().Add(stopSpin)
+	for {
+		wpid, ws, err := wait4NoHang(tid)
+		if err != nil {
+			return 0, false
+		}
+		if wpid == tid {
+			return ws, true
+		}
+		if time.Now().After(deadline) {
+			return 0, false
+		}
 	}
 }
 

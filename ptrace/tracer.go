@@ -34,6 +34,8 @@ type Tracer struct {
 	local   [1]unix.Iovec
 	remote  [1]unix.RemoteIovec
 	each    Sample // SampleEach's, reused across batches
+	spinner *spinPolicy
+	spin    bool // this batch's waits for a stop poll first (spinPolicy)
 }
 
 type request struct {
@@ -87,11 +89,13 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 		return
 	}
 	t.tid = unix.Gettid()
+	t.spinner = newSpinPolicy()
 	// Best effort: it only moves the signal handler to another thread
 	// (BenchmarkSampleSteps: the wait for a stop took 40-45 µs with it
 	// unblocked here, 23-29 µs blocked).
 	blockSIGCHLD()
 	defer close(t.done)
+	defer t.spinner.close()
 	// Every ptrace-stop of a tracee sends SIGCHLD to the tracer, so events
 	// of threads nobody is sampling (a signal to deliver, a group-stop, a
 	// new thread) are handled promptly instead of leaving the thread stuck.
