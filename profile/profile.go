@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -59,6 +60,9 @@ type Thread struct {
 	Samples   int64
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration
+	// LastTruncated tells whether the last stack did not reach the
+	// outermost frame.
+	LastTruncated bool
 }
 
 // Profile accumulates samples. See the package documentation for who may
@@ -74,14 +78,23 @@ type Profile struct {
 	Threads map[int]*Thread
 
 	// Counters the sampler maintains and the outputs report.
-	Samples   int64            // stacks added (sum of weights)
-	Truncated int64            // of which did not reach the outermost frame
-	Missed    int64            // ticks or thread samples that could not be taken
-	Errors    int64            // unwind or ptrace errors
-	Methods   map[string]int64 // frames by unwind method
+	Samples   int64 // stacks added (sum of weights)
+	Truncated int64 // of which did not reach the outermost frame
+	Missed    int64 // ticks or thread samples that could not be taken
+	Errors    int64 // unwind or ptrace errors
 
 	index  map[string]int32
 	keyBuf []byte
+	// methods[i] counts Stacks[i]'s frames by unwind method and uses[i]
+	// the samples of Stacks[i]: a sample costs one increment, however
+	// deep its stack (see MethodFrames).
+	methods [][]methodCount
+	uses    []int64
+}
+
+type methodCount struct {
+	method string
+	n      int64
 }
 
 // New returns an empty profile of process pid started at start.
@@ -89,7 +102,6 @@ func New(pid int, command string, start time.Time, period time.Duration) *Profil
 	return &Profile{
 		PID: pid, Command: command, Start: start, Period: period,
 		Threads: map[int]*Thread{},
-		Methods: map[string]int64{},
 		index:   map[string]int32{},
 	}
 }
@@ -117,6 +129,19 @@ func (p *Profile) intern(frames []Frame) int32 {
 	i := int32(len(p.Stacks))
 	p.Stacks = append(p.Stacks, append([]Frame(nil), frames...))
 	p.index[string(p.keyBuf)] = i
+	var tally []methodCount
+	for _, f := range frames {
+		if f.Method == "" {
+			continue
+		}
+		if j := slices.IndexFunc(tally, func(m methodCount) bool { return m.method == f.Method }); j >= 0 {
+			tally[j].n++
+		} else {
+			tally = append(tally, methodCount{f.Method, 1})
+		}
+	}
+	p.methods = append(p.methods, tally)
+	p.uses = append(p.uses, 0)
 	return i
 }
 
@@ -126,9 +151,6 @@ func (p *Profile) Add(s Sample) {
 	if w <= 0 {
 		w = 1
 	}
-	id := p.intern(s.Frames)
-	at := s.Time.Sub(p.Start)
-	p.Events = append(p.Events, Event{Time: at, TID: int32(s.TID), Stack: id, Weight: int32(w)})
 	th := p.Threads[s.TID]
 	if th == nil {
 		th = &Thread{TID: s.TID, LastStack: -1}
@@ -137,18 +159,32 @@ func (p *Profile) Add(s Sample) {
 	if s.ThreadName != "" {
 		th.Name = s.ThreadName
 	}
+	th.LastStack, th.LastTruncated = p.intern(s.Frames), s.Truncated
+	p.add(th, s.Time, w)
+}
+
+// Repeat records one more sample of thread tid with the stack of its last
+// sample, for a thread that did not run since: nothing is interned again.
+// It reports false, and records nothing, when tid has no sample yet.
+func (p *Profile) Repeat(tid int, t time.Time) bool {
+	th := p.Threads[tid]
+	if th == nil || th.LastStack < 0 {
+		return false
+	}
+	p.add(th, t, 1)
+	return true
+}
+
+func (p *Profile) add(th *Thread, t time.Time, w int64) {
+	at := t.Sub(p.Start)
+	p.Events = append(p.Events, Event{Time: at, TID: int32(th.TID), Stack: th.LastStack, Weight: int32(w)})
 	th.Samples += w
-	th.LastStack = id
 	th.LastTime = at
 	p.Samples += w
-	if s.Truncated {
+	if th.LastTruncated {
 		p.Truncated += w
 	}
-	for _, f := range s.Frames {
-		if f.Method != "" {
-			p.Methods[f.Method]++
-		}
-	}
+	p.uses[th.LastStack]++
 }
 
 // Snapshot returns an immutable copy that readers on other goroutines may
@@ -163,12 +199,22 @@ func (p *Profile) Snapshot() *Profile {
 		t := *th
 		c.Threads[tid] = &t
 	}
-	c.Methods = make(map[string]int64, len(p.Methods))
-	for k, v := range p.Methods {
-		c.Methods[k] = v
-	}
+	c.methods = p.methods[:len(p.methods):len(p.methods)]
+	c.uses = slices.Clone(p.uses)
 	c.index, c.keyBuf = nil, nil // a snapshot is read-only
 	return &c
+}
+
+// MethodFrames counts the frames of all samples by the unwind method that
+// produced them.
+func (p *Profile) MethodFrames() map[string]int64 {
+	out := map[string]int64{}
+	for i, tally := range p.methods {
+		for _, m := range tally {
+			out[m.method] += m.n * p.uses[i]
+		}
+	}
+	return out
 }
 
 // Duration is the time from Start to the last event.

@@ -52,6 +52,7 @@ type Engine struct {
 
 	// Owned by Run's goroutine.
 	threads map[int]*threadState
+	order   []*threadState // threads in TID order, this tick's
 	execs   int
 	buf     []byte
 	todo    []*threadState // threads to sample this tick
@@ -67,7 +68,7 @@ type Engine struct {
 // threadState is what the engine remembers of one thread between ticks.
 type threadState struct {
 	tid     int
-	fd      int // open /proc/PID/task/TID/schedstat, or -1
+	stat    *procmaps.SchedstatFile // nil: read /proc/PID/task/TID/stat instead
 	name    string
 	named   time.Time // when name was read
 	last    procmaps.Schedstat
@@ -82,6 +83,7 @@ type threadState struct {
 	// showed no run, schedstat is read again only at tick nextCheck.
 	idleChecks int
 	nextCheck  int64
+	ran        bool // this tick's verdict: ran since the previous tick
 }
 
 // stackResult is one thread's outcome in a tick's batch.
@@ -97,6 +99,11 @@ type stackResult struct {
 // while the threads sleep; the price is that a thread that starts running
 // after a long sleep is noticed up to this many ticks late (those ticks
 // miss its samples).
+//
+// The process's CPU clock (the sum of all its threads' run times, in one
+// clock_gettime) could tell whether any idle thread ran without reading
+// them, but the kernel sums it by walking every thread: with a thousand
+// threads each reading cost 130 µs here, more than the reads it saved.
 const maxCheckInterval = 16
 
 // backOff schedules th's next schedstat reading: at the next tick if it
@@ -292,28 +299,10 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		gone    int64
 		lastErr error
 	)
+	e.checkThreads(tids, tick, now)
 	todo := e.todo[:0]
-	for _, tid := range tids {
-		if e.only != nil && !e.only[tid] {
-			continue
-		}
-		th := e.threads[tid]
-		fresh := th == nil
-		if fresh {
-			th = e.newThread(tid, now)
-			e.threads[tid] = th
-		}
-		th.seenTick = tick
-		ran := fresh
-		if fresh || tick >= th.nextCheck {
-			cur, ok := e.readSchedstat(th)
-			if !ok {
-				continue // exited since the listing
-			}
-			ran = fresh || !th.hasLast || e.ranSince(th, cur)
-			th.last, th.hasLast = cur, true
-			th.backOff(tick, ran)
-		}
+	for _, th := range e.order {
+		ran := th.ran
 		if tick == 0 {
 			continue
 		}
@@ -418,8 +407,14 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 	defer e.mu.Unlock()
 	for i := range batch {
 		b := &batch[i]
-		e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
-			Frames: b.frames, Truncated: !b.complete})
+		// A thread that did not run repeats the stack the profile holds
+		// as its last (the same as b.frames): with a thousand idle
+		// threads under --idle, interning each again would be most of the
+		// engine's work.
+		if b.stopped || !e.prof.Repeat(b.th.tid, now) {
+			e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
+				Frames: b.frames, Truncated: !b.complete})
+		}
 		e.st.samples++
 		if b.stopped {
 			e.st.stops++
@@ -464,10 +459,9 @@ func (e *Engine) markExited(now time.Time, err error) {
 }
 
 func (e *Engine) newThread(tid int, now time.Time) *threadState {
-	th := &threadState{tid: tid, fd: -1}
-	path := "/proc/" + strconv.Itoa(e.t.PID) + "/task/" + strconv.Itoa(tid) + "/schedstat"
-	if fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0); err == nil {
-		th.fd = fd
+	th := &threadState{tid: tid}
+	if f, err := procmaps.OpenSchedstat(e.t.PID, tid); err == nil {
+		th.stat = f
 	}
 	e.refreshName(th, now)
 	return th
@@ -491,19 +485,53 @@ func (e *Engine) refreshName(th *threadState, now time.Time) {
 	}
 }
 
-// readSchedstat reads th's CPU time. The file stays open between ticks
-// (one pread costs a fraction of open+read+close, which matters with
-// thousands of threads at 99 Hz); without the file, the stat tick counts
-// stand in.
-func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
-	if th.fd >= 0 {
-		// pread at offset 0 makes the seq_file show the file afresh, in
-		// one system call (TestSchedstatPread checks that it does).
-		n, err := unix.Pread(th.fd, e.buf, 0)
-		if err != nil || n <= 0 {
-			return procmaps.Schedstat{}, false
+// checkThreads sets, for every listed thread, whether it ran since the
+// previous tick (th.ran), and lists them in e.order. New threads count as
+// having run; idle threads are read on their back-off schedule.
+func (e *Engine) checkThreads(tids []int, tick int64, now time.Time) {
+	order := e.order[:0]
+	for _, tid := range tids {
+		if e.only != nil && !e.only[tid] {
+			continue
 		}
-		ss, err := procmaps.ParseSchedstat(e.buf[:n])
+		th := e.threads[tid]
+		fresh := th == nil
+		if fresh {
+			th = e.newThread(tid, now)
+			e.threads[tid] = th
+		}
+		th.ran = fresh
+		if fresh || tick >= th.nextCheck {
+			ran, ok := e.check(th, tick)
+			if !ok {
+				continue // exited since the listing
+			}
+			th.ran = ran || fresh
+		}
+		th.seenTick = tick
+		order = append(order, th)
+	}
+	e.order = order
+}
+
+// check reads th's schedstat, updates its back-off, and reports whether th
+// ran since its last reading; ok is false when th exited.
+func (e *Engine) check(th *threadState, tick int64) (ran, ok bool) {
+	cur, ok := e.readSchedstat(th)
+	if !ok {
+		return false, false
+	}
+	ran = !th.hasLast || e.ranSince(th, cur)
+	th.last, th.hasLast = cur, true
+	th.backOff(tick, ran)
+	return ran, true
+}
+
+// readSchedstat reads th's CPU time; without its schedstat file, the stat
+// tick counts stand in.
+func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
+	if th.stat != nil {
+		ss, err := th.stat.Read()
 		return ss, err == nil
 	}
 	info, err := procmaps.ReadThreadInfo(e.t.PID, th.tid)
@@ -518,9 +546,9 @@ func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
 }
 
 func (e *Engine) dropThread(th *threadState) {
-	if th.fd >= 0 {
-		unix.Close(th.fd)
-		th.fd = -1
+	if th.stat != nil {
+		th.stat.Close()
+		th.stat = nil
 	}
 }
 
@@ -562,11 +590,8 @@ func (e *Engine) Stats() Stats {
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
 		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
 		TickWorkMax: e.st.tickWorkMax,
-		Methods:     make(map[string]int64, len(e.prof.Methods)),
+		Methods:     e.prof.MethodFrames(),
 		Interrupts:  make(map[int]int64, len(e.st.interrupts)),
-	}
-	for k, v := range e.prof.Methods {
-		s.Methods[k] = v
 	}
 	for k, v := range e.st.interrupts {
 		s.Interrupts[k] = v

@@ -4,13 +4,9 @@ import (
 	"context"
 	"math/rand/v2"
 	"os"
-	"runtime"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
@@ -283,43 +279,6 @@ func TestHistogramQuantiles(t *testing.T) {
 	if st.N != int64(len(all)) {
 		t.Errorf("n = %d", st.N)
 	}
-}
-
-// TestSchedstatPread checks what readSchedstat relies on: pread at offset 0
-// of an open /proc/PID/task/TID/schedstat shows the thread's current run
-// time, not the contents of the first read.
-func TestSchedstatPread(t *testing.T) {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	path := "/proc/self/task/" + strconv.Itoa(unix.Gettid()) + "/schedstat"
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Skip(err)
-	}
-	defer unix.Close(fd)
-	buf := make([]byte, 128)
-	read := func() procmaps.Schedstat {
-		t.Helper()
-		n, err := unix.Pread(fd, buf, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ss, err := procmaps.ParseSchedstat(buf[:n])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ss
-	}
-	first := read()
-	for i := 0; i < 3; i++ {
-		// Burn 20 ms of this thread's CPU time.
-		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
-		}
-		if cur := read(); cur.RunNS >= first.RunNS+10_000_000 {
-			return
-		}
-	}
-	t.Fatalf("pread of %s still shows %d ns after 60 ms of CPU: stale contents", path, read().RunNS)
 }
 
 // TestBackOff checks the schedule of schedstat readings of an idle thread
