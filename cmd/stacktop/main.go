@@ -14,6 +14,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 // exitUsage is the sysexits EX_USAGE code every subcommand uses for bad flags.
@@ -51,10 +52,34 @@ func main() {
 	}
 	for _, c := range commands {
 		if c.name == name {
-			os.Exit(c.run(os.Args[2:]))
+			stop := profileSelf()
+			code := c.run(os.Args[2:])
+			stop()
+			os.Exit(code)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "stacktop: unknown command %q\n", name)
 	usage()
 	os.Exit(exitUsage)
+}
+
+// profileSelf writes a CPU profile of stacktop itself to the file named by
+// STACKTOP_CPUPROFILE, for work on stacktop's own overhead (bench/).
+func profileSelf() (stop func()) {
+	path := os.Getenv("STACKTOP_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "stacktop: STACKTOP_CPUPROFILE: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
