@@ -50,3 +50,20 @@ func (f *SchedstatFile) Read() (Schedstat, error) {
 func (f *SchedstatFile) Close() error {
 	return unix.Close(f.fd)
 }
+
+// ThreadRunning reports whether thread tid is running or runnable now
+// (state R in /proc/PID/task/TID/stat). Its schedstat counters move only
+// when it leaves a CPU or at a scheduler tick, so a thread that kept its
+// CPU since the last reading can show no change; the state tells.
+func ThreadRunning(pid, tid int) (bool, error) {
+	var buf [1024]byte
+	b, err := readProcFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"), buf[:])
+	if err != nil {
+		return false, fmt.Errorf("procmaps: %w", err)
+	}
+	st, err := ParseStat(b)
+	if err != nil {
+		return false, err
+	}
+	return st.State == 'R', nil
+}

@@ -218,34 +218,42 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.scan(0, time.Now()) {
 		return nil
 	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
 	next := e.start
 	for tick := int64(1); ; tick++ {
 		next = next.Add(e.jittered())
-		if now := time.Now(); now.After(next) {
-			// Overran: skip the ticks that are already late rather than
-			// sampling back to back.
-			late := int64(now.Sub(next)/e.period) + 1
-			next = next.Add(time.Duration(late) * e.period)
+		// A tick that cannot start within a period of its time is
+		// missed; one that is merely late runs at once, so a short stall
+		// does not lower the rate.
+		if late := time.Since(next); late >= e.period {
+			n := int64(late / e.period)
+			next = next.Add(time.Duration(n) * e.period)
 			e.mu.Lock()
-			e.st.missedTicks += late
+			e.st.missedTicks += n
 			e.mu.Unlock()
 		}
 		if !deadline.IsZero() && next.After(deadline) {
 			e.finish(time.Now())
 			return nil
 		}
-		timer.Reset(time.Until(next))
-		select {
-		case <-ctx.Done():
+		if !sleepUntil(ctx, next) {
 			e.finish(time.Now())
 			return nil
-		case <-timer.C:
 		}
 		if e.scan(tick, time.Now()) {
 			return nil
 		}
+	}
+}
+
+// sleepUntil waits until t, or reports false once ctx is done.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-timer.C:
+		return true
 	}
 }
 
@@ -522,6 +530,15 @@ func (e *Engine) check(th *threadState, tick int64) (ran, ok bool) {
 		return false, false
 	}
 	ran = !th.hasLast || e.ranSince(th, cur)
+	if !ran && th.idleChecks == 0 {
+		// It ran at its last reading: unchanged counters may only mean
+		// it kept its CPU since (they move when it leaves one, or at a
+		// scheduler tick). At 999 Hz a CPU-bound thread was judged idle
+		// at a quarter of the ticks before this check.
+		if running, err := procmaps.ThreadRunning(e.t.PID, th.tid); err == nil && running {
+			ran = true
+		}
+	}
 	th.last, th.hasLast = cur, true
 	th.backOff(tick, ran)
 	return ran, true
