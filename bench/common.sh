@@ -9,6 +9,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$root" && go build -o "$work/stacktop" ./cmd/stacktop)
 gcc -O2 -o "$work/ptrace-floor" "$bench_dir/ptrace-floor.c"
 gcc -O2 -o "$work/cpuloop" "$bench_dir/cpuloop.c"
+gcc -O2 -o "$work/gaploop" "$bench_dir/gaploop.c"
 stacktop=$work/stacktop
 targets=$root/testdata/targets/bin
 
