@@ -121,17 +121,16 @@ func (th *threadState) backOff(tick int64, ran bool) {
 
 // engineStats are the counters behind Stats, guarded by Engine.mu.
 type engineStats struct {
-	ticks, missedTicks      int64
-	samples, stops, reused  int64
-	failed, gone            int64
-	pause, pauseTotal       histogram
-	interrupts              map[int]int64
-	threads                 int
-	exited                  bool
-	lastErr                 error
-	elapsed                 time.Duration
-	tickWork, tickWorkMax   time.Duration
-	scanned, scannedPerTick int64
+	ticks, missedTicks     int64
+	samples, stops, reused int64
+	failed, gone           int64
+	pause, pauseTotal      histogram
+	interrupts             map[int]int64
+	threads                int
+	exited                 bool
+	lastErr                error
+	elapsed                time.Duration
+	tickWork, tickWorkMax  time.Duration
 }
 
 // Stats is a copy of the engine's counters.
