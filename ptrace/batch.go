@@ -25,7 +25,9 @@ import (
 // and waiting is unaffected. A batch sets the flag on Go's own handler for
 // its duration, then clears it and drains: a stop some other thread of the
 // target made meanwhile (a signal to deliver, a new thread) is found by
-// that drain, and any later one signals again. Nothing else changes: the
+// that drain, and any later one signals again. (A caller that can prove no
+// other thread ran meanwhile may waive the drain: see SampleEachThen.)
+// Nothing else changes: the
 // handler stays Go's, and no child is reaped behind os/exec's back (which
 // ignoring SIGCHLD would do).
 
@@ -42,8 +44,9 @@ var quiet struct {
 
 // stopBatch runs fn, a batch of stops (samples, a freeze, a detach): with
 // stop notifications off, and with spinning decided for the batch. It
-// drains at the end.
-func (t *Tracer) stopBatch(fn func()) {
+// drains at the end, unless othersStill (if not nil) reports, once stop
+// notifications are back on, that no other tracee can have stopped.
+func (t *Tracer) stopBatch(fn func(), othersStill func() bool) {
 	t.spin = t.spinner.allowed()
 	quiet.mu.Lock()
 	if quiet.n++; quiet.n == 1 {
@@ -57,7 +60,9 @@ func (t *Tracer) stopBatch(fn func()) {
 			quiet.set = false
 		}
 		quiet.mu.Unlock()
-		t.drain()
+		if othersStill == nil || !othersStill() {
+			t.drain()
+		}
 	}()
 	fn()
 }

@@ -223,6 +223,8 @@ func (p *Process) WasStopped() bool { return p.wasStopped }
 // The periodic engine asks at every tick, and the thread set rarely
 // changes between ticks, so the list is kept until a thread comes or goes
 // instead of being rebuilt (and sorted) on the tracer thread each time.
+// Until then Threads returns that same slice, so a caller that kept the
+// previous answer can tell "no change" by comparing &tids[0].
 func (p *Process) Threads() []int {
 	if tids := p.tidList.Load(); tids != nil {
 		return *tids
@@ -269,7 +271,7 @@ func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint6
 	}
 	var err error
 	if e := p.tr.do(func() {
-		p.tr.stopBatch(func() { err = p.sample(s, tid, stackWindow, stackEnd) })
+		p.tr.stopBatch(func() { err = p.sample(s, tid, stackWindow, stackEnd) }, nil)
 	}); e != nil {
 		return e
 	}
@@ -284,6 +286,18 @@ func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint6
 // this Process, and s is reused for the next thread (copy what you keep).
 // Returning false stops the batch.
 func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, err error) bool) error {
+	return p.SampleEachThen(tids, stackWindow, each, nil)
+}
+
+// SampleEachThen is SampleEach for a caller that may be able to prove, once
+// the batch is over, that no thread outside it ran meanwhile (say, from
+// the process's CPU clock). othersStill, if not nil, runs on the tracer
+// thread after the last resume; if it reports true, the batch skips its
+// drain, a walk over every tracee in the kernel (the cost of a thousand
+// threads at each tick). It must only report true when no other thread
+// can have entered a stop while the batch ran: a stop takes its thread off
+// its CPU, so that thread's run time is accounted at that moment.
+func (p *Process) SampleEachThen(tids []int, stackWindow int, each func(s *Sample, err error) bool, othersStill func() bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
 	}
@@ -298,7 +312,7 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, e
 					return
 				}
 			}
-		})
+		}, othersStill)
 	})
 }
 
@@ -637,7 +651,7 @@ func (p *Process) freeze() error {
 	}
 	p.frozen = true
 	var err error
-	p.tr.stopBatch(func() { err = p.stopAll() })
+	p.tr.stopBatch(func() { err = p.stopAll() }, nil)
 	return err
 }
 
@@ -727,7 +741,7 @@ func (p *Process) detach() error {
 	p.frozen = true // hold every stop from here on
 	defer delete(p.tr.procs, p.pid)
 	var first error
-	p.tr.stopBatch(func() { first = p.detachThreads() })
+	p.tr.stopBatch(func() { first = p.detachThreads() }, nil)
 	return first
 }
 

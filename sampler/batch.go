@@ -55,9 +55,10 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 // stackEach is StackEach without the /proc reads (the periodic engine keeps
 // names itself): fn gets the index in tids of each thread. A batch ends
 // early when the process exited; the error is then passed to fn.
-func (t *Target) stackEach(tids []int, fn func(i int, ts ThreadStack, err error)) error {
+// othersStill is ptrace.Process.SampleEachThen's.
+func (t *Target) stackEach(tids []int, fn func(i int, ts ThreadStack, err error), othersStill func() bool) error {
 	i := 0
-	return t.proc.SampleEach(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
+	return t.proc.SampleEachThen(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
 		ts := ThreadStack{TID: tids[i]}
 		i++
 		if err != nil {
@@ -69,7 +70,7 @@ func (t *Target) stackEach(tids []int, fn func(i int, ts ThreadStack, err error)
 		t.unwind(&ts)
 		fn(i-1, ts, nil)
 		return true
-	})
+	}, othersStill)
 }
 
 func stateString(b byte) string {

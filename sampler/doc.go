@@ -9,8 +9,8 @@
 // Lifecycle: Open attaches to a process (every thread, PTRACE_SEIZE: no
 // signal, no stop) and loads its address space; StackEach samples a batch
 // of threads in one trip to the tracer thread (dump); an Engine samples
-// periodically (record, top); Close detaches. A Target is used from one goroutine; the ptrace.Tracer it
-// runs on serialises the ptrace requests of all targets on its locked OS
+// periodically (record, top); Close detaches. A Target is used from one
+// goroutine; the ptrace.Tracer it runs on serialises the ptrace requests of all targets on its locked OS
 // thread.
 //
 // Pauses: a thread is stopped only while its registers and a bounded window
@@ -19,4 +19,9 @@
 // the live process, which is consistent for the outer frames of a running
 // thread (they do not change while it runs below them) and exact under
 // Freeze.
+//
+// Cost: an Engine's tick grows with the threads that run, not with the
+// threads that exist. check.go explains the schedule of schedstat
+// readings, ledger.go how the process's CPU clock proves idle threads idle
+// without reading them, and lets a batch skip its drain.
 package sampler

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -52,12 +51,19 @@ type Engine struct {
 
 	// Owned by Run's goroutine.
 	threads map[int]*threadState
-	order   []*threadState // threads in TID order, this tick's
+	order   []*threadState // listed threads, in TID order
+	listed  []int          // the tracer's list order was made from
+	listGen int64          // counts changes of listed
+	wheel   checkWheel
+	runs    runSource
+	ledger  runLedger
 	execs   int
 	buf     []byte
 	todo    []*threadState // threads to sample this tick
 	tids    []int
 	results []stackResult
+	// Scratch lists of checkThreads and reconcile, kept between ticks.
+	due, window, idle, ran, fresh []*threadState
 
 	mu    sync.Mutex // guards prof (writes happen under it) and st
 	prof  *profile.Profile
@@ -65,58 +71,11 @@ type Engine struct {
 	start time.Time
 }
 
-// threadState is what the engine remembers of one thread between ticks.
-type threadState struct {
-	tid     int
-	stat    *procmaps.SchedstatFile // nil: read /proc/PID/task/TID/stat instead
-	name    string
-	named   time.Time // when name was read
-	last    procmaps.Schedstat
-	hasLast bool
-	// The run the engine's last stop of the thread will show in its
-	// schedstat, not yet seen (see ranSince).
-	owedSlices, owedNS uint64
-	stack              []profile.Frame
-	complete           bool
-	seenTick           int64
-	// Back-off of idle threads: after idleChecks consecutive readings that
-	// showed no run, schedstat is read again only at tick nextCheck.
-	idleChecks int
-	nextCheck  int64
-	ran        bool // this tick's verdict: ran since the previous tick
-}
-
 // stackResult is one thread's outcome in a tick's batch.
 type stackResult struct {
 	ts   ThreadStack
 	err  error
 	done bool
-}
-
-// maxCheckInterval is the longest gap, in ticks, between two readings of an
-// idle thread's schedstat. Reading it costs a system call per thread per
-// tick, which with a thousand threads at 99 Hz is most of stacktop's CPU
-// while the threads sleep; the price is that a thread that starts running
-// after a long sleep is noticed up to this many ticks late (those ticks
-// miss its samples).
-//
-// The process's CPU clock (the sum of all its threads' run times, in one
-// clock_gettime) could tell whether any idle thread ran without reading
-// them, but the kernel sums it by walking every thread: with a thousand
-// threads each reading cost 130 µs here, more than the reads it saved.
-const maxCheckInterval = 16
-
-// backOff schedules th's next schedstat reading: at the next tick if it
-// ran; after the first idle reading still at the next tick (a busy thread
-// on a loaded machine may miss one tick without being idle), then after 2,
-// 4, 8 and from then on maxCheckInterval ticks.
-func (th *threadState) backOff(tick int64, ran bool) {
-	if ran {
-		th.idleChecks, th.nextCheck = 0, tick+1
-		return
-	}
-	th.idleChecks = min(th.idleChecks+1, bits.Len(maxCheckInterval))
-	th.nextCheck = tick + min(int64(1)<<(th.idleChecks-1), maxCheckInterval)
 }
 
 // engineStats are the counters behind Stats, guarded by Engine.mu.
@@ -181,6 +140,7 @@ func NewEngine(t *Target, opts EngineOptions) *Engine {
 		period:  time.Duration(float64(time.Second) / opts.Rate),
 		rng:     rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		threads: map[int]*threadState{},
+		runs:    newProcRuns(t.PID),
 		buf:     make([]byte, 128),
 		execs:   t.proc.Execs(),
 	}
@@ -190,6 +150,7 @@ func NewEngine(t *Target, opts EngineOptions) *Engine {
 			e.only[tid] = true
 		}
 	}
+	e.ledger.clock = e.runs.process
 	e.st.interrupts = map[int]int64{}
 	e.start = time.Now()
 	e.prof = profile.New(t.PID, procmaps.Cmdline(t.PID), e.start, e.period)
@@ -306,21 +267,22 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		gone    int64
 		lastErr error
 	)
-	e.checkThreads(tids, tick, now)
+	fresh := e.reconcile(tids)
+	ran := e.checkThreads(tick, fresh)
 	todo := e.todo[:0]
-	for _, th := range e.order {
-		ran := th.ran
-		if tick == 0 {
-			continue
+	switch {
+	case tick == 0:
+		// Baselines only.
+	case e.opts.Idle:
+		for _, th := range e.order {
+			if th.ranTick != tick && th.stack != nil {
+				batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
+				continue
+			}
+			todo = append(todo, th)
 		}
-		if !ran && !e.opts.Idle {
-			continue
-		}
-		if !ran && th.stack != nil {
-			batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
-			continue
-		}
-		todo = append(todo, th)
+	default:
+		todo = append(todo, ran...)
 	}
 	e.todo = todo
 	if len(todo) > 0 {
@@ -337,7 +299,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		clear(results)
 		if err := e.t.stackEach(e.tids, func(i int, ts ThreadStack, err error) {
 			results[i] = stackResult{ts: ts, err: err, done: true}
-		}); err != nil {
+		}, func() bool { return e.afterBatch(tick, todo, results) }); err != nil {
 			failed++
 			lastErr = err
 		}
@@ -360,7 +322,6 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 				continue
 			}
 			ts := &r.ts
-			th.owedSlices, th.owedNS = ownSlices, ownRunNS
 			th.stack, th.complete = ts.Frames, ts.Complete
 			e.refreshName(th, now)
 			batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
@@ -368,46 +329,11 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		}
 		clear(results) // drop the frames: th.stack keeps what is needed
 	}
-	// Forget threads that were not listed: they exited.
-	for tid, th := range e.threads {
-		if th.seenTick != tick {
-			e.dropThread(th)
-			delete(e.threads, tid)
-		}
-	}
 	if tick > 0 {
 		e.commit(batch, now, failed, gone, lastErr)
 	}
 	return false
 }
-
-// ranSince reports whether th ran since its previous reading. A thread the
-// engine stopped at the previous tick was woken by that stop itself (the
-// interrupt and the resume each put it on a CPU briefly): a delta that
-// small is the engine's own doing, not the thread's.
-func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
-	if cur.RunNS == th.last.RunNS && cur.Timeslices == th.last.Timeslices {
-		return false
-	}
-	dSlices, dNS := cur.Timeslices-th.last.Timeslices, cur.RunNS-th.last.RunNS
-	if dSlices <= th.owedSlices && dNS <= th.owedNS {
-		// The resume may be scheduled well after the next tick on a busy
-		// machine, so the allowance lasts until it is used up.
-		th.owedSlices -= dSlices
-		th.owedNS -= dNS
-		return false
-	}
-	th.owedSlices, th.owedNS = 0, 0
-	return true
-}
-
-// A stop and resume cost a sleeping thread up to two trips onto a CPU (the
-// wake into the ptrace stop, then the restart of its system call) and
-// some microseconds of CPU time.
-const (
-	ownSlices = 3
-	ownRunNS  = 200_000
-)
 
 func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, lastErr error) {
 	e.mu.Lock()
@@ -465,15 +391,6 @@ func (e *Engine) markExited(now time.Time, err error) {
 	e.mu.Unlock()
 }
 
-func (e *Engine) newThread(tid int, now time.Time) *threadState {
-	th := &threadState{tid: tid}
-	if f, err := procmaps.OpenSchedstat(e.t.PID, tid); err == nil {
-		th.stat = f
-	}
-	e.refreshName(th, now)
-	return th
-}
-
 // nameRefresh is how often the name of a sampled thread is read again
 // (threads name themselves after they start).
 const nameRefresh = time.Second
@@ -489,88 +406,6 @@ func (e *Engine) refreshName(th *threadState, now time.Time) {
 			b = b[:n-1]
 		}
 		th.name = string(b)
-	}
-}
-
-// checkThreads sets, for every listed thread, whether it ran since the
-// previous tick (th.ran), and lists them in e.order. New threads count as
-// having run; idle threads are read on their back-off schedule.
-func (e *Engine) checkThreads(tids []int, tick int64, now time.Time) {
-	order := e.order[:0]
-	for _, tid := range tids {
-		if e.only != nil && !e.only[tid] {
-			continue
-		}
-		th := e.threads[tid]
-		fresh := th == nil
-		if fresh {
-			th = e.newThread(tid, now)
-			e.threads[tid] = th
-		}
-		th.ran = fresh
-		if fresh || tick >= th.nextCheck {
-			ran, ok := e.check(th, tick)
-			if !ok {
-				continue // exited since the listing
-			}
-			th.ran = ran || fresh
-		}
-		th.seenTick = tick
-		order = append(order, th)
-	}
-	e.order = order
-}
-
-// check reads th's schedstat, updates its back-off, and reports whether th
-// ran since its last reading; ok is false when th exited.
-func (e *Engine) check(th *threadState, tick int64) (ran, ok bool) {
-	cur, ok := e.readSchedstat(th)
-	if !ok {
-		return false, false
-	}
-	ran = !th.hasLast || e.ranSince(th, cur)
-	if !ran && th.idleChecks == 0 {
-		// It ran at its last reading: unchanged counters may only mean
-		// it kept its CPU since (they move when it leaves one, or at a
-		// scheduler tick). At 999 Hz a CPU-bound thread was judged idle
-		// at a quarter of the ticks before this check.
-		if running, err := procmaps.ThreadRunning(e.t.PID, th.tid); err == nil && running {
-			ran = true
-		}
-	}
-	th.last, th.hasLast = cur, true
-	th.backOff(tick, ran)
-	return ran, true
-}
-
-// readSchedstat reads th's CPU time; without its schedstat file, the stat
-// tick counts stand in.
-func (e *Engine) readSchedstat(th *threadState) (procmaps.Schedstat, bool) {
-	if th.stat != nil {
-		ss, err := th.stat.Read()
-		return ss, err == nil
-	}
-	info, err := procmaps.ReadThreadInfo(e.t.PID, th.tid)
-	if err != nil {
-		return procmaps.Schedstat{}, false
-	}
-	if info.HasSched {
-		return info.Sched, true
-	}
-	// Ticks as run time, so RanSince-style comparison still works.
-	return procmaps.Schedstat{RunNS: info.CPUTicks()}, true
-}
-
-func (e *Engine) dropThread(th *threadState) {
-	if th.stat != nil {
-		th.stat.Close()
-		th.stat = nil
-	}
-}
-
-func (e *Engine) closeThreads() {
-	for _, th := range e.threads {
-		e.dropThread(th)
 	}
 }
 

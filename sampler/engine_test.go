@@ -287,12 +287,12 @@ func TestBackOff(t *testing.T) {
 	var th threadState
 	var got []int64
 	tick := int64(1)
-	for range 8 {
+	for range 9 {
 		th.backOff(tick, false)
 		got = append(got, th.nextCheck-tick)
 		tick = th.nextCheck
 	}
-	if want := []int64{1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(got, want) {
+	if want := []int64{1, 1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(got, want) {
 		t.Fatalf("intervals of an idle thread = %v, want %v", got, want)
 	}
 	th.backOff(tick, true)

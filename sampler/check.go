@@ -1,0 +1,419 @@
+package sampler
+
+import (
+	"errors"
+	"math/bits"
+	"slices"
+	"time"
+
+	"stacktop/procmaps"
+	"stacktop/profile"
+)
+
+// Which threads ran since the previous tick.
+//
+// A tick's work must grow with the threads that run, not with the threads
+// that exist: a server with a thousand pooled threads and two busy ones
+// should cost about what a two-thread program costs. So the engine touches
+// a thread only when it is due for a reading (checkWheel), an idle thread's
+// readings back off (maxCheckInterval), and the run ledger proves idle
+// threads idle without reading them at all (runLedger). Only a change of
+// the thread list, and --idle's reuse of every idle thread's last stack,
+// walk every thread.
+
+// threadState is what the engine remembers of one thread between ticks.
+type threadState struct {
+	tid int
+	// procRuns' files: nil stat reads /proc/PID/task/TID/stat instead;
+	// state is opened while the thread is busy (see running).
+	stat    *procmaps.SchedstatFile
+	state   *procmaps.StatFile
+	name    string
+	named   time.Time // when name was read
+	last    procmaps.Schedstat
+	hasLast bool
+	// This tick's reading, before it is judged (the ledger's window may
+	// take it more than once).
+	cur   procmaps.Schedstat
+	curOK bool
+	// The run the engine's last stop of the thread will show in its
+	// schedstat, not yet seen (see ranSince).
+	owedSlices, owedNS uint64
+	stack              []profile.Frame
+	complete           bool
+	// Back-off of idle threads: after idleChecks consecutive readings that
+	// showed no run, schedstat is read again only at tick nextCheck.
+	idleChecks int
+	nextCheck  int64
+	readTick   int64 // tick of the last reading
+	ranTick    int64 // last tick at which the thread was found to have run
+	listed     int64 // the engine's listGen when last listed
+	gone       bool  // dropped: the wheel forgets it
+}
+
+// maxCheckInterval is the longest gap, in ticks, between two readings of an
+// idle thread's schedstat. Reading it costs a system call per thread; the
+// price of reading less often is that a thread that starts running after a
+// long sleep is noticed up to this many ticks late (those ticks miss its
+// samples), unless the run ledger proved every tick since quiet.
+const maxCheckInterval = 16
+
+// backOff schedules th's next schedstat reading: at the next tick if it
+// ran; after the first two idle readings still at the next tick, then
+// after 2, 4, 8 and from then on maxCheckInterval ticks. Those two: a busy
+// thread on a loaded machine may miss a tick or two without being idle,
+// and a thread that wakes about once a period (a 10 ms timer against 99
+// Hz) does; a thread the engine reads at every tick stays inside the run
+// ledger's window, where its runs do not cost the ledger its proof.
+func (th *threadState) backOff(tick int64, ran bool) {
+	if ran {
+		th.idleChecks, th.nextCheck = 0, tick+1
+		return
+	}
+	th.idleChecks = min(th.idleChecks+1, idleSteadyChecks)
+	th.nextCheck = tick + min(int64(1)<<max(th.idleChecks-2, 0), maxCheckInterval)
+}
+
+// idleSteadyChecks is where backOff's idle count stops: from then on the
+// interval is maxCheckInterval.
+var idleSteadyChecks = bits.Len(maxCheckInterval) + 1
+
+// checkWheel files each thread under the tick of its next reading, so that
+// a tick finds the threads due without looking at the others. A thread is
+// filed at most maxCheckInterval ticks ahead, so one slot per tick of that
+// span suffices; each thread is in exactly one slot.
+type checkWheel [maxCheckInterval + 1][]*threadState
+
+func (w *checkWheel) add(th *threadState) {
+	i := th.nextCheck % int64(len(w))
+	w[i] = append(w[i], th)
+}
+
+// take appends the threads due at tick to into and empties their slot.
+func (w *checkWheel) take(tick int64, into []*threadState) []*threadState {
+	i := tick % int64(len(w))
+	into = append(into, w[i]...)
+	clear(w[i])
+	w[i] = w[i][:0]
+	return into
+}
+
+// checkThreads reads the threads due at tick and returns, in TID order, the
+// ones that ran since the previous tick; fresh are the threads listed for
+// the first time, which count as having run. Threads read at the previous
+// tick (they ran lately) are read inside the ledger's window; idle ones due
+// on their back-off schedule are skipped if the ledger proves them idle,
+// read otherwise.
+func (e *Engine) checkThreads(tick int64, fresh []*threadState) []*threadState {
+	due := e.wheel.take(tick, e.due[:0])
+	window := append(e.window[:0], fresh...)
+	idle := e.idle[:0]
+	for _, th := range due {
+		switch {
+		case th.gone:
+		case th.readTick == tick-1:
+			window = append(window, th)
+		default:
+			idle = append(idle, th)
+		}
+	}
+	// The first tick reads every thread: too long a window to hold still,
+	// and too costly to repeat.
+	e.ledger.window(len(window) <= 64, func() {
+		for _, th := range window {
+			th.cur, th.curOK = e.runs.read(th)
+		}
+	})
+	ran := e.ran[:0]
+	unsure := len(fresh) > 0
+	read := 0
+	for _, th := range window {
+		if !th.curOK {
+			unsure = true
+		} else {
+			read++
+		}
+		if e.judge(th, tick) {
+			ran = append(ran, th)
+		}
+	}
+	e.ledger.verdict(tick, unsure, len(e.order), read)
+	for _, th := range idle {
+		if e.ledger.knownIdle(th.readTick) {
+			// As if read and found idle: the schedule backs off further.
+			th.backOff(tick, false)
+			e.wheel.add(th)
+			continue
+		}
+		th.cur, th.curOK = e.runs.read(th)
+
+		if e.judge(th, tick) {
+			ran = append(ran, th)
+		}
+	}
+	e.ledger.settle()
+	slices.SortFunc(ran, func(a, b *threadState) int { return a.tid - b.tid })
+	clear(due)
+	e.due, e.window, e.idle, e.ran = due[:0], window[:0], idle[:0], ran
+	return ran
+}
+
+// judge decides from th's reading whether it ran since its previous one,
+// records the reading and schedules the next. A thread that could not be
+// read (it exited since the listing) is treated as idle until the list
+// drops it.
+func (e *Engine) judge(th *threadState, tick int64) (ran bool) {
+	if !th.curOK {
+		th.backOff(tick, false)
+		e.wheel.add(th)
+		return false
+	}
+	cur := th.cur
+	ran = !th.hasLast || e.ranSince(th, cur)
+	if !ran && th.idleChecks == 0 {
+		// It ran at its last reading: unchanged counters may only mean
+		// it kept its CPU since (they move when it leaves one, or at a
+		// scheduler tick). At 999 Hz a CPU-bound thread was judged idle
+		// at a quarter of the ticks before this check.
+		ran = e.runs.running(th)
+	}
+	e.ledger.record(th.last.RunNS, cur.RunNS)
+	th.last, th.hasLast, th.readTick = cur, true, tick
+	th.backOff(tick, ran)
+	e.wheel.add(th)
+	if ran {
+		th.ranTick = tick
+	} else if th.idleChecks == idleSteadyChecks {
+		e.runs.idle(th)
+	}
+	return ran
+}
+
+// ranSince reports whether th ran since its previous reading, not
+// counting what the engine's own last stop of it still owes (afterStop).
+func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
+	if cur.RunNS == th.last.RunNS && cur.Timeslices == th.last.Timeslices {
+		return false
+	}
+	dSlices, dNS := cur.Timeslices-th.last.Timeslices, cur.RunNS-th.last.RunNS
+	if dSlices <= th.owedSlices && dNS <= th.owedNS {
+		// The resume may be scheduled well after the next tick on a busy
+		// machine, so the allowance lasts until it is used up.
+		th.owedSlices -= dSlices
+		th.owedNS -= dNS
+		return false
+	}
+	th.owedSlices, th.owedNS = 0, 0
+	return true
+}
+
+// afterBatch runs on the tracer thread once the batch resumed its last
+// thread (ptrace.Process.SampleEachThen). It reads every stopped thread
+// again, and reports whether the process's CPU clock proves that no other
+// thread ran since this tick's ledger window: then none can have entered
+// a ptrace stop the batch would have to look for.
+//
+// The reading after the stop matters on its own. A stop puts a sleeping
+// thread on a CPU twice: to enter the ptrace stop, then to restart its
+// system call after the resume. The first is accounted by now (the thread
+// left its CPU to stop), so this reading leaves only the restart to be
+// excused at the next one. Excusing both with a fixed allowance instead
+// was wrong both ways on a noisy VM: entering a stop alone sometimes took
+// 650 µs of CPU (a sleeping thread then looked busy and was stopped again),
+// while a light thread's own work hid under a generous allowance.
+func (e *Engine) afterBatch(tick int64, batch []*threadState, results []stackResult) (othersStill bool) {
+	var ran uint64 // what the batch's threads ran since their readings at this tick
+	exact := true
+	for i, th := range batch {
+		if !results[i].done || results[i].err != nil {
+			exact = exact && !results[i].done // not sampled: not stopped
+			continue
+		}
+		th.owedSlices, th.owedNS = restartSlices, restartNS
+		cur, ok := e.runs.read(th)
+		if !ok {
+			exact = false
+			continue
+		}
+		// Only a reading of this tick's says what the thread ran since
+		// the window; an older one would count runs from before it.
+		exact = exact && th.readTick == tick
+		ran += cur.RunNS - th.last.RunNS
+		// What ran until the stop is the sample's; the next tick judges
+		// from here.
+		e.ledger.record(th.last.RunNS, cur.RunNS)
+		th.last = cur
+	}
+	return exact && e.ledger.stillBut(ran)
+}
+
+// What the restart of a system call after a resume may cost: one trip onto
+// a CPU, some microseconds. Kept tight: a light thread's own runs right
+// after a sample must not pass for it (a thread waking every 10 ms for
+// 50 µs was judged idle, then left and re-entered the ledger's window
+// each time, costing the ledger its proofs).
+const (
+	restartSlices = 1
+	restartNS     = 100_000
+)
+
+// runSource is where the engine learns what ran: /proc and the process
+// CPU clock for a live target (procRuns), a model in tests.
+type runSource interface {
+	// open prepares reading th; false if its readings will not be run
+	// time in nanoseconds (the run ledger then proves nothing).
+	open(th *threadState) bool
+	read(th *threadState) (procmaps.Schedstat, bool)
+	close(th *threadState)
+	// running reports whether th is running or runnable now.
+	running(th *threadState) bool
+	// idle tells that th went idle for good: what only busy threads need
+	// can go.
+	idle(th *threadState)
+	// process returns the run time of the whole process, in ns.
+	process() (uint64, error)
+	// done releases what the source holds.
+	done()
+}
+
+// procRuns reads a live process's threads.
+type procRuns struct {
+	pid   int
+	clock *procmaps.ProcessClock // nil: process fails, the ledger is off
+}
+
+func newProcRuns(pid int) *procRuns {
+	r := &procRuns{pid: pid}
+	r.clock, _ = procmaps.OpenProcessClock(pid)
+	return r
+}
+
+func (r *procRuns) open(th *threadState) bool {
+	f, err := procmaps.OpenSchedstat(r.pid, th.tid)
+	if err != nil {
+		return false // stat's tick counts stand in (read)
+	}
+	th.stat = f
+	return true
+}
+
+// read reads th's CPU time; without its schedstat file, the stat tick
+// counts stand in.
+func (r *procRuns) read(th *threadState) (procmaps.Schedstat, bool) {
+	if th.stat != nil {
+		ss, err := th.stat.Read()
+		return ss, err == nil
+	}
+	info, err := procmaps.ReadThreadInfo(r.pid, th.tid)
+	if err != nil {
+		return procmaps.Schedstat{}, false
+	}
+	if info.HasSched {
+		return info.Sched, true
+	}
+	// Ticks as run time, so RanSince-style comparison still works.
+	return procmaps.Schedstat{RunNS: info.CPUTicks()}, true
+}
+
+func (r *procRuns) close(th *threadState) {
+	if th.stat != nil {
+		th.stat.Close()
+		th.stat = nil
+	}
+	r.idle(th)
+}
+
+// running reads the thread's state from its stat file, kept open while
+// the thread is busy: the engine asks at most ticks of a busy thread, and
+// opening the file each time cost several times the read.
+func (r *procRuns) running(th *threadState) bool {
+	if th.state == nil {
+		f, err := procmaps.OpenStat(r.pid, th.tid)
+		if err != nil {
+			return false
+		}
+		th.state = f
+	}
+	running, err := th.state.Running()
+	return err == nil && running
+}
+
+func (r *procRuns) idle(th *threadState) {
+	if th.state != nil {
+		th.state.Close()
+		th.state = nil
+	}
+}
+
+func (r *procRuns) process() (uint64, error) {
+	if r.clock == nil {
+		return 0, errNoClock
+	}
+	return r.clock.RunNS()
+}
+
+func (r *procRuns) done() {
+	if r.clock != nil {
+		r.clock.Close()
+	}
+}
+
+var errNoClock = errors.New("no process CPU clock")
+
+// reconcile brings the engine's threads in line with the tracer's list when
+// that changed, and returns the threads listed for the first time.
+// ptrace.Process.Threads returns the same slice until a thread comes or
+// goes, so a tick without such a change costs one comparison.
+func (e *Engine) reconcile(tids []int) (fresh []*threadState) {
+	if len(tids) == len(e.listed) && len(tids) > 0 && &tids[0] == &e.listed[0] {
+		return nil
+	}
+	e.listed = tids
+	e.listGen++
+	fresh = e.fresh[:0]
+	order := e.order[:0]
+	for _, tid := range tids {
+		if e.only != nil && !e.only[tid] {
+			continue
+		}
+		th := e.threads[tid]
+		if th == nil {
+			th = e.newThread(tid)
+			e.threads[tid] = th
+			fresh = append(fresh, th)
+		}
+		th.listed = e.listGen
+		order = append(order, th)
+	}
+	for tid, th := range e.threads {
+		if th.listed != e.listGen {
+			e.dropThread(th)
+			e.ledger.forget(th.readTick)
+			delete(e.threads, tid)
+		}
+	}
+	e.order, e.fresh = order, fresh
+	return fresh
+}
+
+// newThread sets up a thread listed for the first time. Its name is read
+// when it is first sampled.
+func (e *Engine) newThread(tid int) *threadState {
+	th := &threadState{tid: tid}
+	if !e.runs.open(th) {
+		e.ledger.off = true
+	}
+	return th
+}
+
+func (e *Engine) dropThread(th *threadState) {
+	th.gone = true
+	e.runs.close(th)
+}
+
+func (e *Engine) closeThreads() {
+	for _, th := range e.threads {
+		e.dropThread(th)
+	}
+	e.runs.done()
+}
