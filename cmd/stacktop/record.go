@@ -64,19 +64,9 @@ func runRecord(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return exitUsage
-	}
-	cmdArgs := fs.Args()
-	if err := f.check(cmdArgs); err != nil || f.duration < 0 {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "stacktop:", err)
-		}
-		fs.Usage()
-		return exitUsage
+	cmdArgs, code, ok := f.parse(fs, args, func() bool { return f.duration >= 0 })
+	if !ok {
+		return code
 	}
 	format, output, err := chooseOutput(f.format, f.output)
 	if err != nil {

@@ -103,3 +103,26 @@ func (s *session) close() {
 	}
 	s.cache.Close()
 }
+
+// parse parses a sampling subcommand's flags (registered on fs, f's among
+// them) and checks them; valid adds the subcommand's own checks, run after
+// parsing. It returns the arguments after the flags (the command to
+// start, if any), or ok false and the exit code when there is nothing to
+// run (-h, or a usage error, which it reports).
+func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() bool) (cmdArgs []string, code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return nil, 0, false
+		}
+		return nil, exitUsage, false
+	}
+	cmdArgs = fs.Args()
+	if err := f.check(cmdArgs); err != nil || !valid() {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+		}
+		fs.Usage()
+		return nil, exitUsage, false
+	}
+	return cmdArgs, 0, true
+}

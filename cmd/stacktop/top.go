@@ -34,19 +34,9 @@ func runTop(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return exitUsage
-	}
-	cmdArgs := fs.Args()
-	if err := f.check(cmdArgs); err != nil || *window <= 0 {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "stacktop:", err)
-		}
-		fs.Usage()
-		return exitUsage
+	cmdArgs, code, ok := f.parse(fs, args, func() bool { return *window > 0 })
+	if !ok {
+		return code
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
