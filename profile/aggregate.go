@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -17,9 +18,12 @@ type Aggregate struct {
 	From, To     time.Duration // the window, relative to Profile.Start
 }
 
-// Aggregate sums the events whose time is at or after from (relative to
-// Start); from <= 0 takes the whole profile. Events are in time order, so
-// a window walks back only over its own events.
+// Aggregate sums the samples whose time is at or after from (relative to
+// Start); from <= 0 takes the whole profile. Events are in the order of
+// their first samples and span at most RunLimit, so a window walks back
+// only over its own events and those of the RunLimit before it. A run that
+// straddles from counts the share of its samples (evenly spaced) from
+// from on.
 func (p *Profile) Aggregate(from time.Duration) *Aggregate {
 	a := &Aggregate{
 		Stacks:       p.Stacks,
@@ -29,9 +33,15 @@ func (p *Profile) Aggregate(from time.Duration) *Aggregate {
 		From:         from,
 		To:           p.Duration(),
 	}
-	first := sort.Search(len(p.Events), func(i int) bool { return p.Events[i].Time >= from })
+	first := 0
+	if from > 0 {
+		first = sort.Search(len(p.Events), func(i int) bool { return p.Events[i].Time >= from-RunLimit })
+	}
 	for _, e := range p.Events[first:] {
-		w := int64(e.Weight)
+		w := e.samplesFrom(from)
+		if w == 0 {
+			continue
+		}
 		a.Counts[e.Stack] += w
 		a.Total += w
 		tid := int(e.TID)
@@ -152,4 +162,20 @@ func sortTree(n *Node) {
 	for _, c := range n.Children {
 		sortTree(c)
 	}
+}
+
+// samplesFrom is how many of e's samples were taken at or after from.
+func (e Event) samplesFrom(from time.Duration) int64 {
+	w := int64(e.Weight)
+	switch {
+	case e.Time >= from:
+		return w
+	case e.End() < from:
+		return 0
+	}
+	// Sample k of the run is at Time + k*Span/(w-1); count those with k
+	// at or above (from-Time)*(w-1)/Span, rounded up (Span > 0 here:
+	// Time < from <= End). Floating point: the product can overflow.
+	before := int64(math.Ceil(float64(from-e.Time) / float64(e.Span) * float64(w-1)))
+	return w - min(before, w)
 }

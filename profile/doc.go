@@ -4,7 +4,9 @@
 // thread stack it took, and the outputs read it: record writes it to files
 // (package export), top renders windows of it. Stacks are interned, so a
 // profile of a long recording costs one small Event per sample plus one copy
-// of each distinct stack.
+// of each distinct stack; a thread that did not run between ticks (Repeat)
+// extends its last Event instead, so under --idle a thousand sleeping
+// threads cost a thousand Events per RunLimit, not per tick.
 //
 // Lifecycle: New, then Add from one goroutine (the sampler). Readers on other
 // goroutines never touch a live Profile: they take a Snapshot, an immutable

@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -45,13 +46,27 @@ type Sample struct {
 	Truncated  bool    // the unwinder did not reach the outermost frame
 }
 
-// Event is one sample as stored: when, which thread, which interned stack.
+// Event is a run of samples as stored: Weight samples of one thread with
+// one interned stack, the first at Time and the last Span later, at even
+// intervals. Add starts a new Event; Repeat, called once per tick for a
+// thread that did not run, extends the thread's open one. So a thousand
+// idle threads under --idle cost a thousand Events per RunLimit, not per
+// tick. A run also ends at a Snapshot (readers share the Events before
+// it).
 type Event struct {
-	Time   time.Duration // since Profile.Start
+	Time   time.Duration // of the first sample, since Profile.Start
+	Span   time.Duration // from the first sample to the last
 	TID    int32
 	Stack  int32
 	Weight int32
 }
+
+// End is the time of the run's last sample.
+func (e Event) End() time.Duration { return e.Time + e.Span }
+
+// RunLimit bounds an Event's Span, so a window that starts at t need only
+// look at events from t-RunLimit on (see Aggregate).
+const RunLimit = 10 * time.Second
 
 // Thread is what the profile knows of one thread.
 type Thread struct {
@@ -60,6 +75,9 @@ type Thread struct {
 	Samples   int64
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration
+	// run is the index in Events of the thread's open run, which its next
+	// sample with the same stack extends; -1 if none.
+	run int32
 	// LastTruncated tells whether the last stack did not reach the
 	// outermost frame.
 	LastTruncated bool
@@ -85,6 +103,10 @@ type Profile struct {
 
 	index  map[string]int32
 	keyBuf []byte
+	// sealed is len(Events) at the last Snapshot: events before it are
+	// shared with readers and never extended.
+	sealed int
+	end    time.Duration // the last sample's time
 	// methods[i] counts Stacks[i]'s frames by unwind method and uses[i]
 	// the samples of Stacks[i]: a sample costs one increment, however
 	// deep its stack (see MethodFrames).
@@ -145,39 +167,48 @@ func (p *Profile) intern(frames []Frame) int32 {
 	return i
 }
 
-// Add records one sample.
-func (p *Profile) Add(s Sample) {
+// Add records one sample and returns its thread's record, which Repeat
+// takes.
+func (p *Profile) Add(s Sample) *Thread {
 	w := s.Weight
 	if w <= 0 {
 		w = 1
 	}
 	th := p.Threads[s.TID]
 	if th == nil {
-		th = &Thread{TID: s.TID, LastStack: -1}
+		th = &Thread{TID: s.TID, LastStack: -1, run: -1}
 		p.Threads[s.TID] = th
 	}
 	if s.ThreadName != "" {
 		th.Name = s.ThreadName
 	}
 	th.LastStack, th.LastTruncated = p.intern(s.Frames), s.Truncated
-	p.add(th, s.Time, w)
+	p.add(th, s.Time, w, false)
+	return th
 }
 
-// Repeat records one more sample of thread tid with the stack of its last
-// sample, for a thread that did not run since: nothing is interned again.
-// It reports false, and records nothing, when tid has no sample yet.
-func (p *Profile) Repeat(tid int, t time.Time) bool {
-	th := p.Threads[tid]
-	if th == nil || th.LastStack < 0 {
-		return false
-	}
-	p.add(th, t, 1)
-	return true
+// Repeat records one more sample of th (as Add returned it) with the
+// stack of its last sample, for a thread that did not run since: nothing
+// is interned or looked up again, which with a thousand idle threads under
+// --idle would be most of the sampler's work.
+func (p *Profile) Repeat(th *Thread, t time.Time) {
+	p.add(th, t, 1, true)
 }
 
-func (p *Profile) add(th *Thread, t time.Time, w int64) {
+// add records w samples of th's last stack at t, extending th's open run
+// if extend (a Repeat) and the run may still grow.
+func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 	at := t.Sub(p.Start)
-	p.Events = append(p.Events, Event{Time: at, TID: int32(th.TID), Stack: th.LastStack, Weight: int32(w)})
+	if r := int(th.run); extend && r >= p.sealed && p.Events[r].Stack == th.LastStack &&
+		at-p.Events[r].Time <= RunLimit && int64(p.Events[r].Weight)+w <= math.MaxInt32 {
+		e := &p.Events[r]
+		e.Weight += int32(w)
+		e.Span = at - e.Time
+	} else {
+		th.run = int32(len(p.Events))
+		p.Events = append(p.Events, Event{Time: at, TID: int32(th.TID), Stack: th.LastStack, Weight: int32(w)})
+	}
+	p.end = max(p.end, at)
 	th.Samples += w
 	th.LastTime = at
 	p.Samples += w
@@ -202,6 +233,7 @@ func (p *Profile) Snapshot() *Profile {
 	c.methods = p.methods[:len(p.methods):len(p.methods)]
 	c.uses = slices.Clone(p.uses)
 	c.index, c.keyBuf = nil, nil // a snapshot is read-only
+	p.sealed = len(p.Events)
 	return &c
 }
 
@@ -217,10 +249,5 @@ func (p *Profile) MethodFrames() map[string]int64 {
 	return out
 }
 
-// Duration is the time from Start to the last event.
-func (p *Profile) Duration() time.Duration {
-	if len(p.Events) == 0 {
-		return 0
-	}
-	return p.Events[len(p.Events)-1].Time
-}
+// Duration is the time from Start to the last sample.
+func (p *Profile) Duration() time.Duration { return p.end }

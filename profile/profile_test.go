@@ -118,3 +118,65 @@ func BenchmarkAdd(b *testing.B) {
 		p.Add(Sample{TID: i % 8, Time: start.Add(time.Duration(i)), Frames: stacks[i%len(stacks)]})
 	}
 }
+
+// idleRun records one sample of thread 7 then n-1 Repeats, 10 ms apart
+// from start, as the sampler does for a thread that never runs again.
+func idleRun(p *Profile, start time.Time, n int) {
+	th := p.Add(Sample{TID: 7, Time: start, Frames: stack("futex_wait", "idle_loop")})
+	for i := 1; i < n; i++ {
+		p.Repeat(th, start.Add(time.Duration(i)*10*time.Millisecond))
+	}
+}
+
+func TestRepeatsShareOneEvent(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := New(1, "t", start, 10*time.Millisecond)
+	idleRun(p, start, 500) // 4.99 s: within RunLimit
+	if len(p.Events) != 1 || p.Events[0].Weight != 500 || p.Events[0].Span != 4990*time.Millisecond {
+		t.Fatalf("500 repeats of one stack stored as %+v", p.Events)
+	}
+	if p.Samples != 500 || p.Threads[7].Samples != 500 || p.Duration() != 4990*time.Millisecond {
+		t.Fatalf("samples %d, thread %d, duration %v", p.Samples, p.Threads[7].Samples, p.Duration())
+	}
+	// A window that cuts the run counts the samples at or after its start:
+	// samples 200..499 are at 2.0 s .. 4.99 s.
+	for _, c := range []struct {
+		from time.Duration
+		want int64
+	}{{0, 500}, {2 * time.Second, 300}, {1995 * time.Millisecond, 300}, {4990 * time.Millisecond, 1}, {5 * time.Second, 0}} {
+		if got := p.Aggregate(c.from).Total; got != c.want {
+			t.Errorf("window from %v: %d samples, want %d", c.from, got, c.want)
+		}
+	}
+}
+
+func TestRunsEnd(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := New(1, "t", start, 10*time.Millisecond)
+	idleRun(p, start, int(RunLimit/(10*time.Millisecond))*2+1)
+	if len(p.Events) != 2 {
+		t.Fatalf("%d events for two RunLimits of repeats, want 2", len(p.Events))
+	}
+	for _, e := range p.Events {
+		if e.Span > RunLimit {
+			t.Errorf("event spans %v, more than RunLimit", e.Span)
+		}
+	}
+	// Samples 1500..2000 are at 15 s .. 20 s.
+	if got, want := p.Aggregate(RunLimit+5*time.Second).Total, int64(501); got != want {
+		t.Errorf("window over the second run: %d samples, want %d", got, want)
+	}
+
+	// A new stack (Add) ends the run, and a Snapshot seals it: the
+	// snapshot's events never change.
+	at := start.Add(time.Minute)
+	th := p.Add(Sample{TID: 7, Time: at, Frames: stack("read", "idle_loop")})
+	p.Repeat(th, at.Add(10*time.Millisecond))
+	s := p.Snapshot()
+	n, w := len(s.Events), s.Events[len(s.Events)-1].Weight
+	p.Repeat(th, at.Add(20*time.Millisecond))
+	if w != 2 || s.Events[n-1].Weight != 2 || len(p.Events) != n+1 {
+		t.Fatalf("after a snapshot, a repeat changed a shared event (weight %d -> %d) or did not start a new one (%d events, had %d)",
+			w, s.Events[n-1].Weight, len(p.Events), n)
+	}
+}

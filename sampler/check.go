@@ -41,6 +41,7 @@ type threadState struct {
 	owedSlices, owedNS uint64
 	stack              []profile.Frame
 	complete           bool
+	profiled           *profile.Thread // its record in the profile, once it has one
 	// Back-off of idle threads: after idleChecks consecutive readings that
 	// showed no run, schedstat is read again only at tick nextCheck.
 	idleChecks int

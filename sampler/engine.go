@@ -341,11 +341,11 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 	for i := range batch {
 		b := &batch[i]
 		// A thread that did not run repeats the stack the profile holds
-		// as its last (the same as b.frames): with a thousand idle
-		// threads under --idle, interning each again would be most of the
-		// engine's work.
-		if b.stopped || !e.prof.Repeat(b.th.tid, now) {
-			e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
+		// as its last (the same as b.frames).
+		if !b.stopped && b.th.profiled != nil {
+			e.prof.Repeat(b.th.profiled, now)
+		} else {
+			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
 				Frames: b.frames, Truncated: !b.complete})
 		}
 		e.st.samples++
