@@ -60,6 +60,7 @@ type Engine struct {
 	execs   int
 	buf     []byte
 	todo    []*threadState // threads to sample this tick
+	batch   []sampled      // this tick's contributions (under --idle, every thread)
 	tids    []int
 	results []stackResult
 	// Scratch lists of checkThreads and reconcile, kept between ticks.
@@ -261,8 +262,10 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		e.markExited(now, nil)
 		return true
 	}
+	// Reused across ticks: under --idle the batch holds every thread.
+	batch := e.batch[:0]
+	defer func() { e.batch = batch[:0] }()
 	var (
-		batch   []sampled
 		failed  int64
 		gone    int64
 		lastErr error
