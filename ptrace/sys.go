@@ -73,6 +73,14 @@ const stopSpin = 150 * time.Microsecond
 // pollStop polls tid's wait status without sleeping for up to stopSpin.
 // ok reports whether it got one; on any error it leaves the diagnosis to
 // the sleeping wait that follows.
+//
+// Between polls it yields the CPU. With nothing else runnable there,
+// sched_yield returns at once and this is a plain poll. But the thread to
+// stop may be waiting for this very CPU (say two busy threads of the
+// target and the tracer on two CPUs): it can only enter its stop once the
+// tracer lets it run, and a tracer that merely polled held it off for the
+// whole stopSpin. On bench/manythreads with two spinners, a fifth of the
+// polls ran out that way.
 func pollStop(tid int) (ws unix.WaitStatus, ok bool) {
 	deadline := time.Now().Add(stopSpin)
 	for {
@@ -86,6 +94,7 @@ func pollStop(tid int) (ws unix.WaitStatus, ok bool) {
 		if time.Now().After(deadline) {
 			return 0, false
 		}
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
 
