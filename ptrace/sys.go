@@ -79,7 +79,7 @@ const stopSpin = 150 * time.Microsecond
 // stop may be waiting for this very CPU (say two busy threads of the
 // target and the tracer on two CPUs): it can only enter its stop once the
 // tracer lets it run, and a tracer that merely polled held it off for the
-// whole stopSpin. On bench/manythreads with two spinners, a fifth of the
+// whole stopSpin. On manythreads with two spinners, about a sixth of the
 // polls ran out that way.
 func pollStop(tid int) (ws unix.WaitStatus, ok bool) {
 	deadline := time.Now().Add(stopSpin)
