@@ -75,12 +75,12 @@ type Thread struct {
 	Samples   int64
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration
-	// run is the index in Events of the thread's open run, which its next
-	// sample with the same stack extends; -1 if none.
-	run int32
 	// LastTruncated tells whether the last stack did not reach the
 	// outermost frame.
 	LastTruncated bool
+	// run is the index in Events of the thread's open run (its last Add's
+	// event, with the stack Repeat repeats); -1 if none.
+	run int32
 }
 
 // Profile accumulates samples. See the package documentation for who may
@@ -199,7 +199,7 @@ func (p *Profile) Repeat(th *Thread, t time.Time) {
 // if extend (a Repeat) and the run may still grow.
 func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 	at := t.Sub(p.Start)
-	if r := int(th.run); extend && r >= p.sealed && p.Events[r].Stack == th.LastStack &&
+	if r := int(th.run); extend && r >= p.sealed &&
 		at-p.Events[r].Time <= RunLimit && int64(p.Events[r].Weight)+w <= math.MaxInt32 {
 		e := &p.Events[r]
 		e.Weight += int32(w)
