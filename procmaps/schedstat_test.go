@@ -1,8 +1,10 @@
 package procmaps
 
 import (
+	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -165,5 +167,40 @@ func TestStatFileRunning(t *testing.T) {
 	w.Close()
 	if running {
 		t.Fatal("a thread blocked in read reads as running")
+	}
+}
+
+// ReadThreadState agrees with ParseStat on this process's threads, one of
+// which is known to be running (the caller) and so reads R.
+func TestReadThreadStateMatchesParseStat(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid := os.Getpid()
+	tids, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tids {
+		tid, _ := strconv.Atoi(e.Name())
+		state, err := ReadThreadState(pid, tid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := ParseStat(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A thread may change state between the two reads; the caller
+		// cannot (it is running both times).
+		if tid == unix.Gettid() && (state != 'R' || st.State != 'R') {
+			t.Errorf("thread %d (the caller): ReadThreadState %c, ParseStat %c, want R", tid, state, st.State)
+		}
+	}
+	if _, err := ReadThreadState(pid, 1<<30); err == nil {
+		t.Error("no error for a thread that does not exist")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -222,6 +223,37 @@ func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 		}
 	}
 	return ti, nil
+}
+
+// ReadThreadState returns the state letter of thread tid of pid (R, S, D,
+// T, t, Z, ...) from /proc/PID/task/TID/stat, with plain system calls and
+// no allocation: a tracer asks it before each wait that may sleep.
+func ReadThreadState(pid, tid int) (byte, error) {
+	var buf [1024]byte
+	path := procPath(pid, "task/"+strconv.Itoa(tid)+"/stat")
+	b, err := readProcFile(path, buf[:])
+	if err != nil {
+		return 0, fmt.Errorf("procmaps: %w", err)
+	}
+	// The comm field may hold spaces and parentheses: the state follows
+	// the last ')' and a space.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, fmt.Errorf("procmaps: %s: no state after the comm field", path)
+	}
+	return b[i+2], nil
+}
+
+// ThreadWaitChannel returns the kernel function thread tid of pid sleeps
+// in (/proc/PID/task/TID/wchan), or "" when it is not sleeping or the
+// kernel hides it (without CAP_SYSLOG it reads "0").
+func ThreadWaitChannel(pid, tid int) string {
+	var buf [256]byte
+	b, err := readProcFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/wchan"), buf[:])
+	if err != nil || string(b) == "0" {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // readProcFile reads a small /proc file into buf with plain system calls.

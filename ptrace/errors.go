@@ -22,6 +22,10 @@ var (
 	ErrDetached = errors.New("ptrace: process detached")
 	// ErrUnknownThread: the TID is not a thread of the process (never seen).
 	ErrUnknownThread = errors.New("ptrace: not a traced thread of this process")
+	// ErrThreadBlocked: the thread is in an uninterruptible sleep (state
+	// D) and did not stop within blockedGrace; it was not sampled. Not
+	// fatal: it stops, and is resumed, when the sleep ends.
+	ErrThreadBlocked = errors.New("ptrace: thread in uninterruptible sleep (D), not stopped")
 	// ErrTracerClosed: the Tracer was closed.
 	ErrTracerClosed = errors.New("ptrace: tracer closed")
 	// ErrUnsupportedArch: this GOARCH has no register conversion.

@@ -154,19 +154,47 @@ func cpuTicks(t testing.TB, pid int) uint64 {
 // checkUntraced fails unless every thread of pid has TracerPid 0.
 func checkUntraced(t testing.TB, pid int) {
 	t.Helper()
+	checkUntracedBut(t, pid, 0)
+}
+
+// checkUntracedBut is checkUntraced for every thread but except.
+func checkUntracedBut(t testing.TB, pid, except int) {
+	t.Helper()
+	for _, tid := range tracedThreads(t, pid) {
+		if tid != except {
+			t.Errorf("pid %d thread %d: still traced after detach", pid, tid)
+		}
+	}
+}
+
+// waitUntraced polls until no thread of pid is traced.
+func waitUntraced(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for len(tracedThreads(t, pid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	checkUntraced(t, pid)
+}
+
+// tracedThreads lists the threads of pid whose TracerPid is not 0.
+func tracedThreads(t testing.TB, pid int) []int {
+	t.Helper()
 	tids, err := listTasks(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []int
 	for _, tid := range tids {
 		st, err := readStatus(tid)
 		if err != nil {
 			continue // exited meanwhile
 		}
 		if st["TracerPid"] != "0" {
-			t.Errorf("pid %d thread %d: TracerPid %s after detach", pid, tid, st["TracerPid"])
+			out = append(out, tid)
 		}
 	}
+	return out
 }
 
 type mapping struct {

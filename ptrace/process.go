@@ -14,6 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"stacktop/procmaps"
+
 	"stacktop/regs"
 )
 
@@ -34,6 +36,10 @@ type thread struct {
 	state     threadState
 	groupStop bool // the held stop is a group-stop: resume with LISTEN, not CONT
 	sig       int  // signal to deliver when resumed (from a signal-delivery-stop)
+	// blocked: interrupted, but in an uninterruptible sleep for longer
+	// than blockedGrace. Its stop comes when the sleep ends; until then
+	// nothing waits for it (see waitUninterruptible).
+	blocked bool
 }
 
 // Process is an attached process. All its methods run on the tracer thread
@@ -342,7 +348,7 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 		s.Stack = make([]byte, n)
 	}
 	t0 := time.Now()
-	if th.state == stateRunning || th.state == stateListening {
+	if (th.state == stateRunning || th.state == stateListening) && !th.blocked {
 		// ESRCH means the thread is gone: waitHeld then collects its exit.
 		ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
 	}
@@ -410,8 +416,10 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 // waitHeld blocks until th reports a stop and holds it there. Any stop
 // will do: an interrupt stop, a group-stop, a signal-delivery-stop (its
 // signal is kept in th.sig and delivered on resume), a clone or exec event.
+// A thread in an uninterruptible sleep gets blockedGrace to stop, then
+// ErrThreadBlocked.
 func (p *Process) waitHeld(th *thread) error {
-	spin := p.tr.spin
+	spin, checked := p.tr.spin, false
 	for {
 		if p.tr.threads[th.tid] != th {
 			return ErrThreadExited // dropped by an exec in another thread
@@ -421,6 +429,13 @@ func (p *Process) waitHeld(th *thread) error {
 		if spin {
 			spin = false
 			ws, ok = pollStop(th.tid)
+		}
+		if !ok && !checked {
+			checked = true
+			var err error
+			if ws, ok, err = p.waitUninterruptible(th); err != nil {
+				return err
+			}
 		}
 		if !ok {
 			var err error
@@ -438,6 +453,46 @@ func (p *Process) waitHeld(th *thread) error {
 		if held {
 			return nil
 		}
+	}
+}
+
+// blockedGrace is how long a wait gives a thread in an uninterruptible
+// sleep (state D: a read from a hung NFS server, a vfork parent, a page
+// fault on a slow disk) to stop. Such a sleep ignores PTRACE_INTERRUPT
+// until it ends, and a tracer asleep in wait4 for that thread would stall
+// a whole dump, a tick, or a detach with it: gdb and eu-stack hang there.
+// Short D states are common (a disk read, a lock whose holder waits for a
+// CPU: 100 ms was exceeded on a loaded 2-core test machine), so the grace
+// is generous; it is paid once per stuck thread, which is then marked.
+const blockedGrace = time.Second
+
+// waitUninterruptible is the check before a sleeping wait for th, which
+// has not stopped yet. If th is in an uninterruptible sleep, it polls for
+// th's stop for up to blockedGrace (ok: the status arrived); if th is
+// still asleep then, it marks th blocked and returns ErrThreadBlocked. th
+// keeps its pending interrupt: it stops when the sleep ends, and that stop
+// is taken by whichever wait or drain comes next. Otherwise (not in state
+// D, or no longer) the caller's sleeping wait follows.
+func (p *Process) waitUninterruptible(th *thread) (ws unix.WaitStatus, ok bool, err error) {
+	var deadline time.Time
+	for {
+		if wpid, ws, err := wait4NoHang(th.tid); err == nil && wpid == th.tid {
+			return ws, true, nil
+		}
+		if state, err := procmaps.ReadThreadState(p.pid, th.tid); err != nil || state != 'D' {
+			th.blocked = false
+			return 0, false, nil
+		}
+		switch {
+		case th.blocked:
+			return 0, false, fmt.Errorf("thread %d: %w", th.tid, ErrThreadBlocked)
+		case deadline.IsZero():
+			deadline = time.Now().Add(blockedGrace)
+		case time.Now().After(deadline):
+			th.blocked = true
+			return 0, false, fmt.Errorf("thread %d: %w", th.tid, ErrThreadBlocked)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -490,7 +545,7 @@ func (p *Process) onStatus(th *thread, ws unix.WaitStatus, hold bool) (bool, err
 	if !ws.Stopped() {
 		return false, nil
 	}
-	th.state, th.groupStop = stateHeld, false
+	th.state, th.groupStop, th.blocked = stateHeld, false, false
 	sig := ws.StopSignal()
 	switch ptraceEvent(ws) {
 	case unix.PTRACE_EVENT_STOP:
@@ -663,7 +718,7 @@ func (p *Process) stopAll() error {
 		}
 	}
 	for {
-		th := p.someUnheld()
+		th := p.someUnheld(true)
 		if th == nil {
 			return nil
 		}
@@ -675,10 +730,12 @@ func (p *Process) stopAll() error {
 
 // someUnheld returns a thread not yet held, the main thread last: a main
 // thread's exit is reported only after every other thread was reaped.
-func (p *Process) someUnheld() *thread {
+// skipBlocked leaves out threads found in an uninterruptible sleep, which
+// no wait can hold until it ends.
+func (p *Process) someUnheld(skipBlocked bool) *thread {
 	var leader *thread
 	for _, th := range p.threads {
-		if th.state == stateHeld {
+		if th.state == stateHeld || (skipBlocked && th.blocked) {
 			continue
 		}
 		if th.tid != p.pid {
@@ -695,7 +752,7 @@ func (p *Process) someUnheld() *thread {
 	}
 	if leader != nil && p.leaderZombie {
 		p.forget(leader) // never reports a stop; the kernel unlinks it on exit
-		return p.someUnheld()
+		return p.someUnheld(skipBlocked)
 	}
 	return leader
 }
@@ -755,9 +812,20 @@ func (p *Process) detachThreads() error {
 			}
 		}
 		for len(p.threads) > 0 {
-			th := p.someUnheld()
+			th := p.someUnheld(false)
 			if th != nil {
-				p.waitHeld(th) // on exit the thread is forgotten
+				// On exit the thread is forgotten. One that stays in an
+				// uninterruptible sleep cannot be detached now; it stops
+				// when the sleep ends, and the tracer then detaches it
+				// (dispatch: no Process claims it), or the kernel does when
+				// the tracer thread ends.
+				if err := p.waitHeld(th); errors.Is(err, ErrThreadBlocked) {
+					p.forget(th)
+					p.tr.leftTraced[th.tid] = struct{}{}
+					if first == nil {
+						first = fmt.Errorf("%w; it stays traced until it wakes or stacktop exits", err)
+					}
+				}
 				continue
 			}
 			for _, th := range p.threads {

@@ -591,3 +591,57 @@ func TestStrayChildNotReaped(t *testing.T) {
 		t.Fatalf("the stray child's exit was taken from its owner: %v", err)
 	}
 }
+
+// A thread in an uninterruptible sleep (here a vfork parent, until its
+// child exits) ignores PTRACE_INTERRUPT until the sleep ends. Sampling and
+// detaching must not wait for it (gdb and eu-stack hang there), and the
+// thread must come out of its sleep neither stopped nor traced.
+func TestUninterruptibleThread(t *testing.T) {
+	tg := startTarget(t, "vfork", "3000")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	blocked := -1
+	for _, tid := range p.Threads() {
+		if s, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); s == 'D' {
+			blocked = tid
+		}
+	}
+	if blocked < 0 {
+		t.Fatal("no thread of the target is in state D")
+	}
+	results := map[int]error{}
+	tids := p.Threads()
+	i := 0
+	if err := p.SampleEach(tids, 4096, func(s *Sample, err error) bool {
+		results[tids[i]] = err
+		i++
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for tid, err := range results {
+		switch {
+		case tid == blocked && !errors.Is(err, ErrThreadBlocked):
+			t.Errorf("thread %d in state D: sample error %v, want ErrThreadBlocked", tid, err)
+		case tid != blocked && err != nil:
+			t.Errorf("thread %d: %v", tid, err)
+		}
+	}
+	// Sampled again, it is still blocked (and answers without a new grace).
+	if _, err := p.Sample(blocked, 4096, 0); !errors.Is(err, ErrThreadBlocked) {
+		t.Errorf("second sample of the blocked thread: %v, want ErrThreadBlocked", err)
+	}
+	if err := p.Detach(); !errors.Is(err, ErrThreadBlocked) {
+		t.Errorf("Detach: %v, want an error that names the blocked thread", err)
+	}
+	checkUntracedBut(t, tg.pid, blocked)
+	// When the child exits the thread wakes, takes its pending stop, and
+	// the tracer detaches it: the target runs on.
+	for _, want := range []string{"back\n", "done\n"} {
+		if line, err := tg.out.ReadString('\n'); err != nil || line != want {
+			t.Fatalf("target after the vfork: got %q, %v; want %q", line, err, want)
+		}
+	}
+	waitUntraced(t, tg.pid)
+}

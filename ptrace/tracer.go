@@ -29,13 +29,17 @@ type Tracer struct {
 	tid     int              // the tracer thread; what tracees show as TracerPid
 	procs   map[int]*Process // by PID
 	threads map[int]*thread  // by TID, every process
-	raw     prstatus         // NT_PRSTATUS buffer
-	rawIov  unix.Iovec
-	local   [1]unix.Iovec
-	remote  [1]unix.RemoteIovec
-	each    Sample // SampleEach's, reused across batches
-	spinner *spinPolicy
-	spin    bool // this batch's waits for a stop poll first (spinPolicy)
+	// leftTraced holds the threads Detach could not stop (uninterruptible
+	// sleep): still traced, claimed by no Process, detached by dispatch
+	// at their stop.
+	leftTraced map[int]struct{}
+	raw        prstatus // NT_PRSTATUS buffer
+	rawIov     unix.Iovec
+	local      [1]unix.Iovec
+	remote     [1]unix.RemoteIovec
+	each       Sample // SampleEach's, reused across batches
+	spinner    *spinPolicy
+	spin       bool // this batch's waits for a stop poll first (spinPolicy)
 }
 
 type request struct {
@@ -48,11 +52,12 @@ var replyPool = sync.Pool{New: func() any { return make(chan any, 1) }}
 // NewTracer starts the tracer thread.
 func NewTracer() *Tracer {
 	t := &Tracer{
-		reqs:    make(chan request),
-		quit:    make(chan struct{}),
-		done:    make(chan struct{}),
-		procs:   make(map[int]*Process),
-		threads: make(map[int]*thread),
+		reqs:       make(chan request),
+		quit:       make(chan struct{}),
+		done:       make(chan struct{}),
+		procs:      make(map[int]*Process),
+		threads:    make(map[int]*thread),
+		leftTraced: make(map[int]struct{}),
 	}
 	started := make(chan struct{})
 	go t.loop(started, 0)
@@ -135,7 +140,7 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 			lateArmed = false
 			drain()
 		case <-tick.C:
-			if len(t.threads) > 0 {
+			if len(t.threads) > 0 || len(t.leftTraced) > 0 {
 				drain()
 			}
 		case <-t.quit:
@@ -214,14 +219,18 @@ func (t *Tracer) drain() {
 
 // next consumes the next wait event of one of our tracees. It peeks first:
 // the event of a child that is not a tracee must be left for its owner, so
-// next reports it as stray and the caller polls tracees one by one.
+// next reports it as stray and the caller polls tracees one by one. A
+// tracee no Process claims (one left traced by Detach because it slept
+// uninterruptibly, now stopping) is consumed: dispatch detaches it.
 func (t *Tracer) next(options int) (wpid int, ws unix.WaitStatus, stray bool) {
 	pid := peekTracee(options)
 	if pid <= 0 {
 		return pid, 0, false
 	}
-	if t.threads[pid] == nil && t.adopt(pid) == nil {
-		return 0, 0, true
+	if t.threads[pid] == nil {
+		if th, ours := t.adopt(pid); th == nil && !ours {
+			return 0, 0, true
+		}
 	}
 	wpid, ws, err := wait4NoHang(pid)
 	if err != nil || wpid != pid {
@@ -255,11 +264,12 @@ func (t *Tracer) drainEach(except *thread) {
 func (t *Tracer) dispatch(wpid int, ws unix.WaitStatus) {
 	th := t.threads[wpid]
 	if th == nil {
-		th = t.adopt(wpid)
+		th, _ = t.adopt(wpid)
 	}
 	if th == nil {
 		// A tracee no Process knows (say, a main thread dropped as a
-		// zombie): never leave it stopped.
+		// zombie, or one Detach left traced): never leave it stopped.
+		delete(t.leftTraced, wpid)
 		if ws.Stopped() {
 			sig := 0
 			if ptraceEvent(ws) == 0 {
@@ -273,19 +283,23 @@ func (t *Tracer) dispatch(wpid int, ws unix.WaitStatus) {
 }
 
 // adopt registers a thread auto-attached by PTRACE_O_TRACECLONE whose
-// first stop arrived before its parent's clone event.
-func (t *Tracer) adopt(tid int) *thread {
+// first stop arrived before its parent's clone event. ours reports whether
+// tid is traced by this tracer thread at all, claimed by a Process or not.
+func (t *Tracer) adopt(tid int) (th *thread, ours bool) {
 	st, err := readStatus(tid)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	tgid, _ := strconv.Atoi(st["Tgid"])
 	tracer, _ := strconv.Atoi(st["TracerPid"])
-	p := t.procs[tgid]
-	if p == nil || tracer != t.tid {
-		return nil
+	if tracer != t.tid {
+		return nil, false
 	}
-	return p.addThread(tid, stateNewborn)
+	p := t.procs[tgid]
+	if p == nil {
+		return nil, true
+	}
+	return p.addThread(tid, stateNewborn), true
 }
 
 // listTasks returns the TIDs in /proc/PID/task.

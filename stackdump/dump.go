@@ -52,6 +52,27 @@ func (r *Result) Complete() bool {
 // requested thread exited before it was sampled).
 var ErrNoThreads = errors.New("no thread could be dumped")
 
+// BlockedError is a thread's entry when it could not be stopped: it sleeps
+// uninterruptibly in the kernel (a hung NFS read, a vfork parent, a disk
+// wait), where PTRACE_INTERRUPT does not reach it until the sleep ends.
+// The dump goes on without it instead of hanging as gdb does; its kernel
+// wait channel says where it is stuck.
+type BlockedError struct {
+	TID         int
+	WaitChannel string // kernel function, "" if unknown
+	Err         error  // wraps ptrace.ErrThreadBlocked
+}
+
+func (e *BlockedError) Error() string {
+	where := ""
+	if e.WaitChannel != "" {
+		where = " (kernel: " + e.WaitChannel + ")"
+	}
+	return "not stopped: in an uninterruptible sleep" + where + "; no user stack until it wakes"
+}
+
+func (e *BlockedError) Unwrap() error { return e.Err }
+
 // Run dumps process pid. Whatever happens, every thread it attached is
 // detached before Run returns.
 func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
@@ -109,6 +130,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 				res.ProcessExited = true
 			case errors.Is(err, ptrace.ErrThreadExited):
 				res.Exited = append(res.Exited, ts.TID)
+			case errors.Is(err, ptrace.ErrThreadBlocked):
+				ts.Err = &BlockedError{TID: ts.TID, WaitChannel: procmaps.ThreadWaitChannel(pid, ts.TID), Err: err}
+				res.Threads = append(res.Threads, ts)
 			default:
 				if err != nil {
 					ts.Err = err

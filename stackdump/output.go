@@ -3,6 +3,7 @@ package stackdump
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -27,7 +28,11 @@ func WriteText(w io.Writer, r *Result) error {
 			}
 			bw.WriteByte('\n')
 		}
-		if !ts.Complete {
+		var blocked *BlockedError
+		switch {
+		case errors.As(ts.Err, &blocked):
+			fmt.Fprintf(bw, "    (%s)\n", blocked.Error())
+		case !ts.Complete:
 			reason := "stack truncated"
 			if ts.Err != nil {
 				reason += ": " + ts.Err.Error()

@@ -57,6 +57,11 @@ func runDump(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitDumpNothing
 		}
+		if err != nil {
+			// The stacks are there; say what went wrong after them (a
+			// detach that left a thread traced, say).
+			defer fmt.Fprintln(os.Stderr, "stacktop:", err)
+		}
 		if *asJSON {
 			err = stackdump.WriteJSON(os.Stdout, res)
 		} else {

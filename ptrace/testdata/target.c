@@ -4,8 +4,15 @@
 //                SIGRTMIN+6; on SIGTERM prints "usr1=N rt=M" and exits
 //   churn        creates and joins threads in a loop; prints "ready"
 //   exit MS      two spinning threads; exits with status 7 after MS ms
+//   vfork MS     a spinning thread, and one that vforks a child which
+//                prints "ready", sleeps MS ms and exits: meanwhile the
+//                vfork parent sleeps uninterruptibly (state D); then it
+//                prints "back" and the main thread prints "done" once
+//                it was joined
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +33,23 @@ __attribute__((noinline)) static void spin_leaf(void) {
 static void *spinner(void *a) { (void)a; for (;;) spin_leaf(); return 0; }
 static void *short_worker(void *a) {
   for (int i = 0; i < 20000; i++) sink += i + (long)a;
+  return 0;
+}
+static long vfork_ms;
+static void *vforker(void *a) {
+  (void)a;
+  pid_t pid = vfork();
+  if (pid == 0) {
+    // The child borrows the parent's memory and stack: raw system calls
+    // only, and never return.
+    static const char ready[] = "ready\n";
+    syscall(SYS_write, 1, ready, sizeof ready - 1);
+    struct timespec ts = {vfork_ms / 1000, (vfork_ms % 1000) * 1000000L};
+    syscall(SYS_nanosleep, &ts, 0);
+    syscall(SYS_exit, 0);
+  }
+  waitpid(pid, 0, 0);
+  printf("back\n");
   return 0;
 }
 static void handle(int sig, void (*fn)(int)) {
@@ -62,6 +86,14 @@ int main(int argc, char **argv) {
       for (int i = 0; i < 4; i++) pthread_create(&ts[i], 0, short_worker, (void *)k);
       for (int i = 0; i < 4; i++) pthread_join(ts[i], 0);
     }
+  } else if (!strcmp(mode, "vfork")) {
+    vfork_ms = argc > 2 ? atol(argv[2]) : 2000;
+    pthread_create(&t, 0, spinner, 0);
+    pthread_t v;
+    pthread_create(&v, 0, vforker, 0);
+    pthread_join(v, 0);
+    printf("done\n");
+    for (;;) pause();
   } else if (!strcmp(mode, "exit")) {
     int ms = argc > 2 ? atoi(argv[2]) : 100;
     pthread_create(&t, 0, spinner, 0);
