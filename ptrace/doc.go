@@ -89,4 +89,11 @@
 // Detach stops every thread first (INTERRUPT, then wait), then detaches
 // each with its pending signal, so no thread is left traced or stopped by
 // us and no signal is lost; it runs on every path, including after exit.
+//
+// The one thread no wait can stop is one in an uninterruptible sleep
+// (state D): the interrupt reaches it only when the sleep ends. A wait that
+// may sleep first reads the thread's state; a thread in D gets a second,
+// then the sample fails with ErrThreadBlocked and Detach leaves it traced
+// (Tracer.leftTraced). Its stop comes when the sleep ends, and the drain
+// detaches it then; if the tracer thread ends first, the kernel does.
 package ptrace
