@@ -226,22 +226,20 @@ func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 }
 
 // ReadThreadState returns the state letter of thread tid of pid (R, S, D,
-// T, t, Z, ...) from /proc/PID/task/TID/stat, with plain system calls and
-// no allocation: a tracer asks it before each wait that may sleep.
+// T, t, Z, ...) from /proc/PID/task/TID/stat, read with plain system calls
+// and parsed by ParseStat: a tracer asks it before each wait that may
+// sleep.
 func ReadThreadState(pid, tid int) (byte, error) {
 	var buf [1024]byte
-	path := procPath(pid, "task/"+strconv.Itoa(tid)+"/stat")
-	b, err := readProcFile(path, buf[:])
+	b, err := readProcFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"), buf[:])
 	if err != nil {
 		return 0, fmt.Errorf("procmaps: %w", err)
 	}
-	// The comm field may hold spaces and parentheses: the state follows
-	// the last ')' and a space.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, fmt.Errorf("procmaps: %s: no state after the comm field", path)
+	st, err := ParseStat(b)
+	if err != nil {
+		return 0, fmt.Errorf("pid %d tid %d: %w", pid, tid, err)
 	}
-	return b[i+2], nil
+	return st.State, nil
 }
 
 // ThreadWaitChannel returns the kernel function thread tid of pid sleeps
