@@ -37,6 +37,7 @@ type Stat struct {
 	Comm       string // field 2, without the parentheses; may hold spaces and ')'
 	State      byte   // field 3: R, S, D, T, t, Z, X, I, ...
 	PPID       int    // field 4
+	Flags      uint64 // field 9: the kernel's PF_* flags (PF_KTHREAD, ...)
 	UTime      uint64 // field 14: user CPU time, clock ticks
 	STime      uint64 // field 15: system CPU time, clock ticks
 	NumThreads int64  // field 20
@@ -124,6 +125,9 @@ func ParseStat(b []byte) (Stat, error) {
 		return s, err
 	}
 	s.PPID = int(ppid)
+	if _, s.Flags, err = num(9, false); err != nil {
+		return s, err
+	}
 	if _, s.UTime, err = num(14, false); err != nil {
 		return s, err
 	}
@@ -225,21 +229,158 @@ func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 	return ti, nil
 }
 
-// ReadThreadState returns the state letter of thread tid of pid (R, S, D,
-// T, t, Z, ...) from /proc/PID/task/TID/stat, read with plain system calls
-// and parsed by ParseStat: a tracer asks it before each wait that may
-// sleep.
-func ReadThreadState(pid, tid int) (byte, error) {
+// ReadStat reads and parses /proc/PID/stat, or /proc/PID/task/TID/stat
+// when tid is not 0, with plain system calls.
+func ReadStat(pid, tid int) (Stat, error) {
+	path := procPath(pid, "stat")
+	if tid != 0 {
+		path = procPath(pid, "task/"+strconv.Itoa(tid)+"/stat")
+	}
 	var buf [1024]byte
-	b, err := readProcFile(procPath(pid, "task/"+strconv.Itoa(tid)+"/stat"), buf[:])
+	b, err := readProcFile(path, buf[:])
 	if err != nil {
-		return 0, fmt.Errorf("procmaps: %w", err)
+		return Stat{}, fmt.Errorf("procmaps: %w", err)
 	}
 	st, err := ParseStat(b)
 	if err != nil {
-		return 0, fmt.Errorf("pid %d tid %d: %w", pid, tid, err)
+		return Stat{}, fmt.Errorf("%s: %w", path, err)
 	}
-	return st.State, nil
+	return st, nil
+}
+
+// ReadThreadState returns the state letter of thread tid of pid (R, S, D,
+// T, t, Z, ...) from /proc/PID/task/TID/stat: a tracer asks it before each
+// wait that may sleep.
+func ReadThreadState(pid, tid int) (byte, error) {
+	st, err := ReadStat(pid, tid)
+	return st.State, err
+}
+
+// Status is the subset of /proc/PID/status (proc(5)) a tracer needs: who
+// the process is, who traces it, whom it runs as and what is pending.
+type Status struct {
+	Tgid      int    // Tgid: the process a thread belongs to
+	TracerPID int    // TracerPid: the tracing thread, 0 if none
+	UIDs      [4]int // Uid: real, effective, saved and filesystem UID
+	SigPnd    uint64 // SigPnd: signals pending for this thread
+	CapEff    uint64 // CapEff: effective capabilities
+}
+
+// StatusError reports a malformed /proc/PID/status line: its key and the
+// byte offset of the line.
+type StatusError struct {
+	Key string
+	Off int
+	Msg string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("procmaps: status %s at offset %d: %s", e.Key, e.Off, e.Msg)
+}
+
+// ParseStatus parses the contents of a /proc/PID/status file. Every key
+// Status has must be present: the kernels stacktop supports all print
+// them, so a missing one means the input is not a status file.
+func ParseStatus(b []byte) (Status, error) {
+	s := Status{UIDs: [4]int{-1, -1, -1, -1}}
+	const (
+		seenTgid = 1 << iota
+		seenTracer
+		seenUID
+		seenSigPnd
+		seenCapEff
+		seenAll = 1<<iota - 1
+	)
+	seen := 0
+	for off := 0; off < len(b); {
+		line := b[off:]
+		if i := bytes.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		lineOff := off
+		off += len(line) + 1
+		key, val, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			continue
+		}
+		val = bytes.TrimSpace(val)
+		bad := func(what string) error {
+			return &StatusError{Key: string(key), Off: lineOff, Msg: fmt.Sprintf("bad %s %q", what, val)}
+		}
+		var err error
+		switch string(key) {
+		case "Tgid":
+			if s.Tgid, err = parseDecimal(val); err != nil {
+				return s, bad("number")
+			}
+			seen |= seenTgid
+		case "TracerPid":
+			if s.TracerPID, err = parseDecimal(val); err != nil {
+				return s, bad("number")
+			}
+			seen |= seenTracer
+		case "Uid":
+			f := bytes.Fields(val)
+			if len(f) != len(s.UIDs) {
+				return s, bad("UID list")
+			}
+			for i := range f {
+				if s.UIDs[i], err = parseDecimal(f[i]); err != nil {
+					return s, bad("UID list")
+				}
+			}
+			seen |= seenUID
+		case "SigPnd":
+			if s.SigPnd, err = strconv.ParseUint(string(val), 16, 64); err != nil {
+				return s, bad("signal mask")
+			}
+			seen |= seenSigPnd
+		case "CapEff":
+			if s.CapEff, err = strconv.ParseUint(string(val), 16, 64); err != nil {
+				return s, bad("capability mask")
+			}
+			seen |= seenCapEff
+		}
+	}
+	if seen != seenAll {
+		missing := ""
+		for i, k := range []string{"Tgid", "TracerPid", "Uid", "SigPnd", "CapEff"} {
+			if seen&(1<<i) == 0 {
+				missing = k
+				break
+			}
+		}
+		return s, &StatusError{Key: missing, Off: len(b), Msg: "missing"}
+	}
+	return s, nil
+}
+
+// parseDecimal parses a non-negative decimal number that fits an int.
+func parseDecimal(b []byte) (int, error) {
+	if len(b) == 0 || b[0] == '+' || b[0] == '-' {
+		return 0, strconv.ErrSyntax
+	}
+	v, err := strconv.ParseInt(string(b), 10, 0)
+	return int(v), err
+}
+
+// ReadStatus reads and parses /proc/PID/status, or /proc/PID/task/TID/status
+// when tid is not 0.
+func ReadStatus(pid, tid int) (Status, error) {
+	path := procPath(pid, "status")
+	if tid != 0 {
+		path = procPath(pid, "task/"+strconv.Itoa(tid)+"/status")
+	}
+	var buf [8192]byte
+	b, err := readProcFile(path, buf[:])
+	if err != nil {
+		return Status{}, fmt.Errorf("procmaps: %w", err)
+	}
+	st, err := ParseStatus(b)
+	if err != nil {
+		return Status{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
 }
 
 // ThreadWaitChannel returns the kernel function thread tid of pid sleeps

@@ -45,7 +45,7 @@ func TestParseStat(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := Stat{PID: 42, Comm: tt.comm, State: tt.state, PPID: 1, UTime: 7, STime: 3, NumThreads: 5, StartTime: 123456, Processor: 1}
+			want := Stat{PID: 42, Comm: tt.comm, State: tt.state, PPID: 1, Flags: 4194560, UTime: 7, STime: 3, NumThreads: 5, StartTime: 123456, Processor: 1}
 			if s != want {
 				t.Errorf("got  %+v\nwant %+v", s, want)
 			}
@@ -72,6 +72,7 @@ func TestParseStatErrors(t *testing.T) {
 		{"too few", "42 (x) S 1 2 3", 7}, // the first missing field
 		{"bad state", strings.Replace(good, ") S ", ") SS ", 1), 3},
 		{"bad utime", strings.Replace(good, " 7 3 ", " 7x 3 ", 1), 14},
+		{"bad flags", strings.Replace(good, " 4194560 ", " 0x400000 ", 1), 9},
 		{"negative stime", strings.Replace(good, " 7 3 ", " 7 -3 ", 1), 15},
 		{"double space", strings.Replace(good, " 7 3 ", " 7  3 ", 1), 15},
 	}
@@ -273,4 +274,97 @@ func TestCmdline(t *testing.T) {
 	if got := Cmdline(-1); got != "" {
 		t.Errorf("Cmdline(-1) = %q", got)
 	}
+}
+
+// status-sleep.txt is /proc/PID/status of `setpriv --reuid 1000 --regid
+// 1000 --clear-groups sleep 100`, as a 6.18 kernel printed it.
+func TestParseStatusFile(t *testing.T) {
+	b, err := os.ReadFile("testdata/status-sleep.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseStatus(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Status{Tgid: 23909, TracerPID: 0, UIDs: [4]int{1000, 1000, 1000, 1000}}
+	if s != want {
+		t.Errorf("got  %+v\nwant %+v", s, want)
+	}
+}
+
+func TestReadStatusSelf(t *testing.T) {
+	s, err := ReadStatus(os.Getpid(), unix.Gettid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Tgid != os.Getpid() || s.UIDs[0] != os.Getuid() || s.UIDs[1] != os.Geteuid() {
+		t.Errorf("got %+v; pid %d uid %d euid %d", s, os.Getpid(), os.Getuid(), os.Geteuid())
+	}
+	if os.Geteuid() == 0 && s.CapEff == 0 {
+		t.Errorf("root without effective capabilities: %+v", s)
+	}
+}
+
+func TestParseStatusErrors(t *testing.T) {
+	good := "Tgid:\t7\nTracerPid:\t0\nUid:\t1\t2\t3\t4\nSigPnd:\t0000000000000100\nCapEff:\t00000000a80425fb\n"
+	s, err := ParseStatus([]byte(good))
+	if want := (Status{Tgid: 7, UIDs: [4]int{1, 2, 3, 4}, SigPnd: 0x100, CapEff: 0xa80425fb}); err != nil || s != want {
+		t.Fatalf("got %+v, %v; want %+v", s, err, want)
+	}
+	tests := []struct {
+		name, text, key string
+		off             int
+	}{
+		{"empty", "", "Tgid", 0},
+		{"no tracer", strings.Replace(good, "TracerPid", "Tracer", 1), "TracerPid", len(good) - 3},
+		{"bad tgid", strings.Replace(good, "Tgid:\t7", "Tgid:\t-7", 1), "Tgid", 0},
+		{"short uid", strings.Replace(good, "\t4\n", "\n", 1), "Uid", 21},
+		{"bad sigpnd", strings.Replace(good, "0000000000000100", "g", 1), "SigPnd", 34},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseStatus([]byte(tt.text))
+			var se *StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v, want *StatusError", err)
+			}
+			if se.Key != tt.key || se.Off != tt.off {
+				t.Errorf("got %v, want key %s at offset %d", se, tt.key, tt.off)
+			}
+		})
+	}
+}
+
+func TestReadStatFlagsKernelThread(t *testing.T) {
+	const pfKthread = 0x00200000
+	kthreadd, err := ReadStat(2, 0)
+	if err != nil {
+		t.Skipf("no kthreadd: %v", err)
+	}
+	self, err := ReadStat(os.Getpid(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kthreadd.Flags&pfKthread == 0 || self.Flags&pfKthread != 0 {
+		t.Errorf("PF_KTHREAD: kthreadd flags %#x, self %#x", kthreadd.Flags, self.Flags)
+	}
+}
+
+func FuzzParseStatus(f *testing.F) {
+	if b, err := os.ReadFile("testdata/status-sleep.txt"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("Tgid:\t7\nUid:\t1\t2\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if _, err := ParseStatus(b); err != nil {
+			var se *StatusError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %v is not a *StatusError", err)
+			}
+			if se.Off < 0 || se.Off > len(b) {
+				t.Fatalf("offset %d outside %d bytes", se.Off, len(b))
+			}
+		}
+	})
 }
