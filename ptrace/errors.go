@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"stacktop/procmaps"
 )
 
 var (
@@ -164,20 +166,13 @@ func newAttachError(pid, tid int, cause AttachCause, err error) *AttachError {
 	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
 		e.Comm = strings.TrimSpace(string(b))
 	}
-	if st, err := readStatus(pid); err == nil {
-		if f := strings.Fields(st["Uid"]); len(f) == 4 {
-			for i := range f {
-				e.TargetUIDs[i], _ = strconv.Atoi(f[i])
-			}
-		}
-		e.TracerPID, _ = strconv.Atoi(st["TracerPid"])
+	if st, err := procmaps.ReadStatus(pid, 0); err == nil {
+		e.TargetUIDs, e.TracerPID = st.UIDs, st.TracerPID
 	}
 	if e.TracerPID != 0 {
 		// TracerPid is the tracer's thread; name its process.
-		if s, err := readStatus(e.TracerPID); err == nil {
-			if tgid, err := strconv.Atoi(s["Tgid"]); err == nil {
-				e.TracerPID = tgid
-			}
+		if s, err := procmaps.ReadStatus(e.TracerPID, 0); err == nil {
+			e.TracerPID = s.Tgid
 		}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", e.TracerPID)); err == nil {
 			e.TracerComm = strings.TrimSpace(string(b))
@@ -188,11 +183,9 @@ func newAttachError(pid, tid int, cause AttachCause, err error) *AttachError {
 			e.PtraceScope = v
 		}
 	}
-	if self, err := readStatus(os.Getpid()); err == nil {
-		if caps, err := strconv.ParseUint(self["CapEff"], 16, 64); err == nil {
-			const capSysPtrace = 19
-			e.CapSysPtrace = caps&(1<<capSysPtrace) != 0
-		}
+	if self, err := procmaps.ReadStatus(os.Getpid(), 0); err == nil {
+		const capSysPtrace = 19
+		e.CapSysPtrace = self.CapEff&(1<<capSysPtrace) != 0
 	}
 	// /proc/PID/* of a non-dumpable process belongs to root; only telling
 	// when the target itself does not run as root.
@@ -220,53 +213,4 @@ func inContainer() bool {
 	return os.Getenv("container") != ""
 }
 
-// readStatus parses /proc/PID/status into key -> value (trimmed).
-func readStatus(pid int) (map[string]string, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	m := make(map[string]string, 64)
-	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = strings.TrimSpace(v)
-		}
-	}
-	return m, nil
-}
-
-// procStat is what Attach needs of /proc/PID/stat.
-type procStat struct {
-	state byte
-	flags uint64
-}
-
-const pfKthread = 0x00200000
-
-// readStat parses /proc/PID/stat (or /proc/PID/task/TID/stat when tid != 0).
-// The comm field may hold spaces and parentheses: fields start after the
-// last ')'.
-func readStat(pid, tid int) (procStat, error) {
-	path := fmt.Sprintf("/proc/%d/stat", pid)
-	if tid != 0 {
-		path = fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return procStat{}, err
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("%s: no ')' after comm", path)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] state, f[1] ppid, ... f[6] flags (field 9 of stat).
-	if len(f) < 7 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("%s: %d fields after comm, want at least 7", path, len(f))
-	}
-	flags, err := strconv.ParseUint(f[6], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("%s: flags field: %w", path, err)
-	}
-	return procStat{state: f[0][0], flags: flags}, nil
-}
+const pfKthread = 0x00200000 // PF_KTHREAD in stat's flags field

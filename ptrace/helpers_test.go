@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"stacktop/procmaps"
 )
 
 var targetBin string // built by TestMain; "" when gcc is missing
@@ -180,17 +182,17 @@ func waitUntraced(t testing.TB, pid int) {
 // tracedThreads lists the threads of pid whose TracerPid is not 0.
 func tracedThreads(t testing.TB, pid int) []int {
 	t.Helper()
-	tids, err := listTasks(pid)
+	tids, err := procmaps.Threads(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []int
 	for _, tid := range tids {
-		st, err := readStatus(tid)
+		st, err := procmaps.ReadStatus(pid, tid)
 		if err != nil {
 			continue // exited meanwhile
 		}
-		if st["TracerPid"] != "0" {
+		if st.TracerPID != 0 {
 			out = append(out, tid)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -88,14 +87,14 @@ func (t *Tracer) Attach(pid int) (*Process, error) {
 	if pid == os.Getpid() {
 		return nil, newAttachError(pid, 0, CauseSelf, nil)
 	}
-	st, err := readStat(pid, 0)
+	st, err := procmaps.ReadStat(pid, 0)
 	if err != nil {
 		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: err}
 	}
-	if st.flags&pfKthread != 0 {
+	if st.Flags&pfKthread != 0 {
 		return nil, newAttachError(pid, 0, CauseKernelThread, nil)
 	}
-	if s, err := readStatus(pid); err == nil && s["Tgid"] == strconv.Itoa(os.Getpid()) {
+	if s, err := procmaps.ReadStatus(pid, 0); err == nil && s.Tgid == os.Getpid() {
 		return nil, newAttachError(pid, 0, CauseSelf, nil)
 	}
 	var p *Process
@@ -105,10 +104,10 @@ func (t *Tracer) Attach(pid int) (*Process, error) {
 	return p, err
 }
 
-func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
+func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
-		wasStopped: st.state == 'T'}
-	if st.state == 'Z' || st.state == 'X' {
+		wasStopped: st.State == 'T'}
+	if st.State == 'Z' || st.State == 'X' {
 		// A zombie leader with live threads is a process whose main thread
 		// called pthread_exit: sample the rest.
 		if !p.anyLive() {
@@ -123,12 +122,19 @@ func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
 	}
 	tried := make(map[int]bool)
 	for {
-		tids, err := listTasks(pid)
+		tids, err := procmaps.Threads(pid)
 		if err != nil {
 			if len(p.threads) == 0 {
 				return fail(&AttachError{PID: pid, Cause: CauseNoProcess, Err: err})
 			}
 			break
+		}
+		// The main thread goes first: once it is seized, an EPERM from
+		// another thread can only mean that thread is leaving (below).
+		// TIDs wrap around, so ascending order does not put it first.
+		if i := slices.Index(tids, pid); i > 0 {
+			copy(tids[1:i+1], tids[:i])
+			tids[0] = pid
 		}
 		added := false
 		for _, tid := range tids {
@@ -155,15 +161,15 @@ func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
 					return fail(&AttachError{PID: pid, TID: tid, Cause: CauseNoProcess, Err: err})
 				}
 			case unix.EPERM:
-				s, _ := readStatus(tid)
-				if s["TracerPid"] == strconv.Itoa(t.tid) { // ours, by TRACECLONE
+				s, _ := procmaps.ReadStatus(pid, tid)
+				if s.TracerPID == t.tid { // ours, by TRACECLONE
 					p.addThread(tid, stateNewborn)
 					continue
 				}
 				if tid == pid && p.leaderZombie {
 					continue
 				}
-				if ts, err := readStat(pid, tid); err == nil && (ts.state == 'Z' || ts.state == 'X') {
+				if ts, err := procmaps.ReadStat(pid, tid); err == nil && (ts.State == 'Z' || ts.State == 'X') {
 					if tid == pid && len(p.threads) == 0 {
 						return fail(newAttachError(pid, tid, CauseZombie, nil))
 					}
@@ -178,7 +184,7 @@ func (t *Tracer) attach(pid int, st procStat) (*Process, error) {
 					}
 				}
 				cause := CausePermission
-				if s["TracerPid"] != "" && s["TracerPid"] != "0" {
+				if s.TracerPID != 0 {
 					cause = CauseAlreadyTraced
 				}
 				return fail(newAttachError(pid, tid, cause, err))
@@ -209,7 +215,7 @@ func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 		case unix.ESRCH:
 			return false, true
 		}
-		if ts, err := readStat(p.pid, tid); err != nil || ts.state == 'Z' || ts.state == 'X' {
+		if ts, err := procmaps.ReadStat(p.pid, tid); err != nil || ts.State == 'Z' || ts.State == 'X' {
 			return false, true
 		}
 	}
@@ -612,8 +618,8 @@ func (p *Process) resume(th *thread) {
 // tracedByUs reports whether tid is a live thread of p traced by this
 // tracer thread.
 func (p *Process) tracedByUs(tid int) bool {
-	st, err := readStatus(tid)
-	return err == nil && st["Tgid"] == strconv.Itoa(p.pid) && st["TracerPid"] == strconv.Itoa(p.tr.tid)
+	st, err := procmaps.ReadStatus(p.pid, tid)
+	return err == nil && st.Tgid == p.pid && st.TracerPID == p.tr.tid
 }
 
 func (p *Process) addThread(tid int, st threadState) *thread {
@@ -658,8 +664,8 @@ func (p *Process) gone(th *thread) error {
 // every exit would cost more than the sampling (O(threads) per exit).
 func (p *Process) dying() bool {
 	if !p.leaderZombie {
-		st, err := readStat(p.pid, 0)
-		if err == nil && st.state != 'Z' && st.state != 'X' && st.flags&pfExiting == 0 {
+		st, err := procmaps.ReadStat(p.pid, 0)
+		if err == nil && st.State != 'Z' && st.State != 'X' && st.Flags&pfExiting == 0 {
 			return false
 		}
 	}
@@ -669,20 +675,18 @@ func (p *Process) dying() bool {
 const pfExiting = 0x4
 
 func (p *Process) anyLive() bool {
-	tids, err := listTasks(p.pid)
+	tids, err := procmaps.Threads(p.pid)
 	if err != nil {
 		return false
 	}
 	for _, tid := range tids {
-		st, err := readStat(p.pid, tid)
-		if err != nil || st.state == 'Z' || st.state == 'X' || st.flags&pfExiting != 0 {
+		st, err := procmaps.ReadStat(p.pid, tid)
+		if err != nil || st.State == 'Z' || st.State == 'X' || st.Flags&pfExiting != 0 {
 			continue
 		}
 		// exit_group queues SIGKILL to each other thread before it exits.
-		if s, err := readStatus(tid); err == nil {
-			if pnd, err := strconv.ParseUint(s["SigPnd"], 16, 64); err == nil && pnd&(1<<(unix.SIGKILL-1)) != 0 {
-				continue
-			}
+		if s, err := procmaps.ReadStatus(p.pid, tid); err == nil && s.SigPnd&(1<<(unix.SIGKILL-1)) != 0 {
+			continue
 		}
 		return true
 	}
@@ -746,7 +750,7 @@ func (p *Process) someUnheld(skipBlocked bool) *thread {
 	if leader != nil && len(p.threads) > 1 && !p.leaderZombie {
 		// Every other thread is held, so none will exit: a zombie main
 		// thread (it called pthread_exit) would never report.
-		if st, err := readStat(p.pid, p.pid); err == nil && (st.state == 'Z' || st.state == 'X') {
+		if st, err := procmaps.ReadStat(p.pid, p.pid); err == nil && (st.State == 'Z' || st.State == 'X') {
 			p.leaderZombie = true
 		}
 	}
@@ -860,7 +864,7 @@ func (p *Process) detachThreads() error {
 // strays lists the threads of the process still traced by this tracer
 // that it does not know of.
 func (p *Process) strays() []int {
-	tids, err := listTasks(p.pid)
+	tids, err := procmaps.Threads(p.pid)
 	if err != nil {
 		return nil
 	}

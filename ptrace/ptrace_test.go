@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 )
 
 func attach(t testing.TB, tr *Tracer, pid int) *Process {
@@ -37,7 +39,7 @@ func TestSampleSpinner(t *testing.T) {
 	defer tr.Close()
 	p := attach(t, tr, tg.pid)
 	tids := p.Threads()
-	want, _ := listTasks(tg.pid)
+	want, _ := procmaps.Threads(tg.pid)
 	slices.Sort(want)
 	if !slices.Equal(tids, want) {
 		t.Fatalf("Threads() = %v, /proc/%d/task = %v", tids, tg.pid, want)
@@ -244,7 +246,7 @@ func TestAlreadyStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
-	tids, _ := listTasks(tg.pid)
+	tids, _ := procmaps.Threads(tg.pid)
 	for _, tid := range tids {
 		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); st != 'T' {
 			t.Errorf("thread %d state %c after detach, want T", tid, st)
@@ -425,7 +427,7 @@ func TestAttachErrors(t *testing.T) {
 	t.Run("self", func(t *testing.T) { check(t, os.Getpid(), CauseSelf) })
 	t.Run("own-thread", func(t *testing.T) { check(t, unix.Gettid(), CauseSelf) })
 	t.Run("kthreadd", func(t *testing.T) {
-		if st, err := readStat(2, 0); err != nil || st.flags&pfKthread == 0 {
+		if st, err := procmaps.ReadStat(2, 0); err != nil || st.Flags&pfKthread == 0 {
 			t.Skip("pid 2 is not a kernel thread here (PID namespace?)")
 		}
 		check(t, 2, CauseKernelThread)

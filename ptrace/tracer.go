@@ -3,16 +3,16 @@
 package ptrace
 
 import (
-	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 )
 
 // Tracer owns one OS thread, the only one that issues ptrace requests and
@@ -286,38 +286,13 @@ func (t *Tracer) dispatch(wpid int, ws unix.WaitStatus) {
 // first stop arrived before its parent's clone event. ours reports whether
 // tid is traced by this tracer thread at all, claimed by a Process or not.
 func (t *Tracer) adopt(tid int) (th *thread, ours bool) {
-	st, err := readStatus(tid)
-	if err != nil {
+	st, err := procmaps.ReadStatus(tid, 0) // /proc/TID/status: the process is not known yet
+	if err != nil || st.TracerPID != t.tid {
 		return nil, false
 	}
-	tgid, _ := strconv.Atoi(st["Tgid"])
-	tracer, _ := strconv.Atoi(st["TracerPid"])
-	if tracer != t.tid {
-		return nil, false
-	}
-	p := t.procs[tgid]
+	p := t.procs[st.Tgid]
 	if p == nil {
 		return nil, true
 	}
 	return p.addThread(tid, stateNewborn), true
-}
-
-// listTasks returns the TIDs in /proc/PID/task.
-func listTasks(pid int) ([]int, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/task", pid))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return nil, err
-	}
-	tids := make([]int, 0, len(names))
-	for _, n := range names {
-		if tid, err := strconv.Atoi(strings.TrimSpace(n)); err == nil {
-			tids = append(tids, tid)
-		}
-	}
-	return tids, nil
 }
