@@ -4,10 +4,11 @@
 //
 // # Parsing
 //
-// ParseMaps and ParseStat are strict parsers of kernel text. A line that
-// does not have the kernel's shape is an error (*ParseError, *StatError)
-// saying where and what, never a guess and never a panic; both have fuzz
-// targets. The comm field of stat is cut at the last ')' because a thread
+// ParseMaps, ParseStat, ParseSchedstat and ParseStatus are strict parsers
+// of kernel text. Input that does not have the kernel's shape is an error
+// (*ParseError, *StatError, *StatusError) saying where and what, never a
+// guess and never a panic; each has a fuzz target. The other packages
+// (ptrace included) read /proc through these, not their own scans. The comm field of stat is cut at the last ')' because a thread
 // may name itself anything, parentheses included.
 //
 // # Lifecycle
@@ -32,9 +33,9 @@
 // after a Refresh lies in memory that is not executable or not mapped:
 // the walk stops there.
 //
-// Threads, ReadThreadInfo and ReadMaps are one-shot reads; threads and
-// processes come and go between calls, so callers must expect ENOENT and
-// ESRCH at any point.
+// Threads, ReadStat, ReadStatus, ReadThreadInfo and ReadMaps are one-shot
+// reads; threads and processes come and go between calls, so callers must
+// expect ENOENT and ESRCH at any point.
 //
 // # Finding the file behind a mapping
 //
