@@ -5,7 +5,12 @@ set -euo pipefail
 bench_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(git -C "$bench_dir" rev-parse --show-toplevel)
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+cleanup() {
+	kill $(jobs -p) 2>/dev/null || true
+	rm -rf "$work"
+	restore_halt_poll
+}
+trap cleanup EXIT
 (cd "$root" && go build -o "$work/stacktop" ./cmd/stacktop)
 gcc -O2 -o "$work/ptrace-floor" "$bench_dir/ptrace-floor.c"
 gcc -O2 -o "$work/cpuloop" "$bench_dir/cpuloop.c"
@@ -29,4 +34,45 @@ pause_field() {
 	local d
 	d=$(grep 'pause per thread sample' <<<"$1" | grep -o '[0-9.]*[µnm]*s[,;]' | sed -n "$2p" | tr -d ',;')
 	to_us "$d"
+}
+
+# The guest's idle policy decides most of a sample's cost on a VM: the
+# sampled thread's CPU idles while the thread is stopped, and a vCPU that
+# halted must be woken by the host before the thread can run again. Scripts
+# that measure a cost per sample print it (halt_poll_init) and, given
+# HALT_POLL_NS=N (root, cpuidle haltpoll driver), run each round twice:
+# as the machine is, and with the guest polling N ns before it halts (the
+# haltpoll driver's default is 200000). The setting is restored on exit.
+halt_poll_param=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+halt_poll_saved=
+halt_poll_settings=()
+
+# halt_poll_init: prints the idle policy and fills halt_poll_settings.
+halt_poll_init() {
+	local driver now
+	driver=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo unknown)
+	now=$(cat "$halt_poll_param" 2>/dev/null || echo -)
+	echo "cpuidle driver: $driver; guest_halt_poll_ns: $now"
+	halt_poll_settings=("$now")
+	if [ -n "${HALT_POLL_NS:-}" ]; then
+		if [ ! -w "$halt_poll_param" ]; then
+			echo "HALT_POLL_NS needs root and the haltpoll cpuidle driver" >&2
+			exit 2
+		fi
+		halt_poll_saved=$now
+		halt_poll_settings+=("$HALT_POLL_NS")
+	fi
+}
+
+# set_halt_poll SETTING: one of halt_poll_settings ("-": nothing to set).
+set_halt_poll() {
+	if [ "$1" != - ] && [ -n "$halt_poll_saved" ]; then
+		echo "$1" >"$halt_poll_param"
+	fi
+}
+
+restore_halt_poll() {
+	if [ -n "$halt_poll_saved" ]; then
+		echo "$halt_poll_saved" >"$halt_poll_param"
+	fi
 }

@@ -10,6 +10,8 @@
  * With SPIN=1 in the environment the wait polls (WNOHANG) instead of
  * sleeping, as stacktop does while it has a CPU to itself: the difference
  * is the tracer's own wake-up, which the stopped thread waits for.
+ * INTERVAL_US=N sets the time between samples (default 1000, the shipped
+ * floor's): 10000 is the cadence of stacktop's default 99 Hz.
  * A target that exits ends the run early; the samples so far are reported.
  */
 #define _GNU_SOURCE
@@ -53,6 +55,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	int spin = getenv("SPIN") != NULL;
+	useconds_t interval = getenv("INTERVAL_US") ? (useconds_t)atol(getenv("INTERVAL_US")) : 1000;
 	for (int i = 0; i < n; i++) {
 		double t0 = now_us();
 		ptrace(PTRACE_INTERRUPT, pid, 0, 0);
@@ -78,7 +81,7 @@ int main(int argc, char **argv)
 		double t2 = now_us();
 		stopped[i] = t2 - t1;
 		total[i] = t2 - t0;
-		usleep(1000);
+		usleep(interval);
 	}
 	ptrace(PTRACE_DETACH, pid, 0, 0);
 	qsort(stopped, n, sizeof *stopped, cmp);
