@@ -232,20 +232,27 @@ func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
 // ReadStat reads and parses /proc/PID/stat, or /proc/PID/task/TID/stat
 // when tid is not 0, with plain system calls.
 func ReadStat(pid, tid int) (Stat, error) {
-	path := procPath(pid, "stat")
-	if tid != 0 {
-		path = procPath(pid, "task/"+strconv.Itoa(tid)+"/stat")
-	}
 	var buf [1024]byte
-	b, err := readProcFile(path, buf[:])
-	if err != nil {
-		return Stat{}, fmt.Errorf("procmaps: %w", err)
+	return readParsed(pid, tid, "stat", buf[:], ParseStat)
+}
+
+// readParsed reads /proc/PID/NAME, or /proc/PID/task/TID/NAME when tid is
+// not 0, into buf and parses it.
+func readParsed[T any](pid, tid int, name string, buf []byte, parse func([]byte) (T, error)) (T, error) {
+	path := procPath(pid, name)
+	if tid != 0 {
+		path = procPath(pid, "task/"+strconv.Itoa(tid)+"/"+name)
 	}
-	st, err := ParseStat(b)
+	var zero T
+	b, err := readProcFile(path, buf)
 	if err != nil {
-		return Stat{}, fmt.Errorf("%s: %w", path, err)
+		return zero, fmt.Errorf("procmaps: %w", err)
 	}
-	return st, nil
+	v, err := parse(b)
+	if err != nil {
+		return zero, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
 }
 
 // ReadThreadState returns the state letter of thread tid of pid (R, S, D,
@@ -367,20 +374,8 @@ func parseDecimal(b []byte) (int, error) {
 // ReadStatus reads and parses /proc/PID/status, or /proc/PID/task/TID/status
 // when tid is not 0.
 func ReadStatus(pid, tid int) (Status, error) {
-	path := procPath(pid, "status")
-	if tid != 0 {
-		path = procPath(pid, "task/"+strconv.Itoa(tid)+"/status")
-	}
 	var buf [8192]byte
-	b, err := readProcFile(path, buf[:])
-	if err != nil {
-		return Status{}, fmt.Errorf("procmaps: %w", err)
-	}
-	st, err := ParseStatus(b)
-	if err != nil {
-		return Status{}, fmt.Errorf("%s: %w", path, err)
-	}
-	return st, nil
+	return readParsed(pid, tid, "status", buf[:], ParseStatus)
 }
 
 // ThreadWaitChannel returns the kernel function thread tid of pid sleeps
