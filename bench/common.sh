@@ -36,6 +36,9 @@ pause_field() {
 	to_us "$d"
 }
 
+# add KEY NUMBER: sum[KEY] += NUMBER, in the caller's associative array sum.
+add() { sum[$1]=$(awk -v a="${sum[$1]:-0}" -v b="$2" 'BEGIN{print a+b}'); }
+
 # The guest's idle policy decides most of a sample's cost on a VM: the
 # sampled thread's CPU idles while the thread is stopped, and a vCPU that
 # halted must be woken by the host before the thread can run again. Scripts

@@ -33,7 +33,6 @@ stacktop_run() { # stacktop_run RATE: prints "lost short-lost samples"
 	out=$("$stacktop" record --rate "$1" -o "$work/l.folded" -- "$work/gaploop" "$secs" 2>"$work/s.err")
 	echo "$(lost <<<"$out") $(sed -n 's/^stacktop: \([0-9]*\) samples.*/\1/p' "$work/s.err")"
 }
-add() { sum[$1]=$(awk -v a="${sum[$1]:-0}" -v b="$2" 'BEGIN{print a+b}'); }
 declare -A sum=()
 for r in $(seq "$rounds"); do
 	for h in "${halt_poll_settings[@]}"; do

@@ -17,7 +17,6 @@ else
 	echo "perf record does not work here: $(perf record -F 999 -g -o "$work/perf.data" -- true 2>&1 | head -1)"
 fi
 declare -A sum=()
-add() { sum[$1]=$(awk -v a="${sum[$1]:-0}" -v b="$2" 'BEGIN{print a+b}'); }
 for r in $(seq "$rounds"); do
 	for h in "${halt_poll_settings[@]}"; do
 		set_halt_poll "$h"

@@ -210,21 +210,14 @@ func (t ThreadInfo) RanSince(prev ThreadInfo) bool {
 
 // ReadThreadInfo reads /proc/PID/task/TID/stat and schedstat.
 func ReadThreadInfo(pid, tid int) (ThreadInfo, error) {
-	dir := "task/" + strconv.Itoa(tid) + "/"
-	var buf [1024]byte
-	b, err := readProcFile(procPath(pid, dir+"stat"), buf[:])
+	st, err := ReadStat(pid, tid)
 	if err != nil {
-		return ThreadInfo{}, fmt.Errorf("procmaps: %w", err)
-	}
-	st, err := ParseStat(b)
-	if err != nil {
-		return ThreadInfo{}, fmt.Errorf("pid %d tid %d: %w", pid, tid, err)
+		return ThreadInfo{}, err
 	}
 	ti := ThreadInfo{TID: tid, Name: st.Comm, State: st.State, UTime: st.UTime, STime: st.STime}
-	if b, err := readProcFile(procPath(pid, dir+"schedstat"), buf[:]); err == nil {
-		if ss, err := ParseSchedstat(b); err == nil {
-			ti.Sched, ti.HasSched = ss, true
-		}
+	var buf [128]byte
+	if ss, err := readParsed(pid, tid, "schedstat", buf[:], ParseSchedstat); err == nil {
+		ti.Sched, ti.HasSched = ss, true
 	}
 	return ti, nil
 }
