@@ -39,6 +39,8 @@ const (
 	// below it a frame is a sliver nobody can read or click, and a deep
 	// profile would otherwise spend most of its bytes on them.
 	fgMinShare = 0.001
+	// fgMatchFill is the colour of frames a search matched.
+	fgMatchFill = "rgb(230,0,230)"
 )
 
 // fgFrame is one rectangle to draw.
@@ -52,9 +54,11 @@ type fgFrame struct {
 // the root at the bottom, each frame as wide as its share of the samples,
 // callees stacked above callers. Frames narrower than 0.1% of the samples
 // are left out (their callers keep their full width). Each frame carries a
-// <title> tooltip "name (N samples, P%)". Embedded JavaScript (no external
-// files) zooms into a clicked frame, resets the zoom, and searches frames by
-// regular expression, showing the share of samples that match.
+// <title> tooltip "name (N samples, P%)" and its module's file name. Embedded
+// JavaScript (no external files) shows the hovered frame's name, module,
+// samples and share on the details line, zooms into a clicked frame, resets
+// the zoom, and searches frames by regular expression (the Search button or
+// Ctrl-F), highlighting matches and showing the share of samples they hold.
 func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) error {
 	width := opt.Width
 	if width <= 0 {
@@ -118,9 +122,9 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 	bw.WriteString("<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\"><stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/></linearGradient></defs>\n")
 	bw.WriteString(fgStyle)
 	bw.WriteString("<script type=\"text/ecmascript\"><![CDATA[\n")
-	fmt.Fprintf(bw, "var fg = {total: %d, padX: %d, plotWidth: %s, fontSize: %d, fontWidth: %s, frameHeight: %d};\n",
+	fmt.Fprintf(bw, "var fg = {total: %d, padX: %d, plotWidth: %s, fontSize: %d, fontWidth: %s, frameHeight: %d, matchFill: %q};\n",
 		total, fgPadX, strconv.FormatFloat(plotWidth, 'f', -1, 64), fgFontSize,
-		strconv.FormatFloat(fgFontWidth, 'f', -1, 64), fgFrameHeight)
+		strconv.FormatFloat(fgFontWidth, 'f', -1, 64), fgFrameHeight, fgMatchFill)
 	bw.WriteString(fgScript)
 	bw.WriteString("]]></script>\n")
 
@@ -144,7 +148,12 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 		}
 		// data-s/data-n/data-d are the frame in sample units, which is
 		// what the script zooms with; pixel positions are derived.
-		fmt.Fprintf(bw, `<g class="f" data-s="%d" data-n="%d" data-d="%d">`, f.start, f.n, f.depth)
+		// data-m is the module's file name, for the details line.
+		fmt.Fprintf(bw, `<g class="f" data-s="%d" data-n="%d" data-d="%d"`, f.start, f.n, f.depth)
+		if f.module != "" {
+			fmt.Fprintf(bw, ` data-m="%s"`, xmlEscape(fgBase(f.module)))
+		}
+		bw.WriteString(">")
 		fmt.Fprintf(bw, `<title>%s (%d %s, %.2f%%)</title>`, xmlEscape(f.name), f.n, samples, share)
 		fmt.Fprintf(bw, `<rect x="%s" y="%d" width="%s" height="%d" fill="%s" rx="2" ry="2"/>`,
 			fgCoord(x), y, fgCoord(fw), fgFrameHeight-1, fgColor(f))
@@ -275,7 +284,7 @@ function matchedShare(re) {
 	var spans = [];
 	for (var i = 0; i < frames.length; i++) {
 		var f = frames[i], hit = re !== null && f.d > 0 && re.test(f.name);
-		f.rect.setAttribute("fill", hit ? "rgb(230,0,230)" : f.fill);
+		f.rect.setAttribute("fill", hit ? fg.matchFill : f.fill);
 		if (hit) spans.push([f.s, f.s + f.n]);
 	}
 	spans.sort(function (a, b) { return a[0] - b[0]; });
@@ -299,33 +308,49 @@ function search(term) {
 	matched.textContent = "Matched: " + (100 * share).toFixed(1) + "%";
 	document.getElementById("search").textContent = "Reset Search";
 }
+// details is the hover line: name, module, samples and share of all samples.
+function details(f) {
+	var d = f.name;
+	if (f.m) d += " in " + f.m;
+	return d + " (" + f.n + (f.n === 1 ? " sample, " : " samples, ") +
+		(fg.total > 0 ? 100 * f.n / fg.total : 0).toFixed(2) + "%)";
+}
+function askSearch() {
+	var term = prompt("Search frames (regular expression):", searchRe ? searchRe.source : "");
+	if (term !== null) search(term);
+}
 function init() {
-	var gs = document.getElementById("frames").getElementsByTagName("g");
+	var root = document.getElementById("frames");
+	if (!root || frames.length > 0) return;
+	var gs = root.getElementsByTagName("g");
 	for (var i = 0; i < gs.length; i++) {
 		var g = gs[i], rect = g.getElementsByTagName("rect")[0];
 		var f = {g: g, rect: rect, text: g.getElementsByTagName("text")[0],
 			s: attr(g, "data-s"), n: attr(g, "data-n"), d: attr(g, "data-d"),
-			name: frameName(g), fill: rect.getAttribute("fill")};
+			name: frameName(g), m: g.getAttribute("data-m") || "", fill: rect.getAttribute("fill")};
 		frames.push(f);
 		g.addEventListener("click", (function (f) { return function () { zoom(f); }; })(f));
-		g.addEventListener("mouseover", (function (g) { return function () {
-			document.getElementById("details").textContent = g.getElementsByTagName("title")[0].textContent;
-		}; })(g));
+		g.addEventListener("mouseover", (function (f) { return function () {
+			document.getElementById("details").textContent = details(f);
+		}; })(f));
 		g.addEventListener("mouseout", function () { document.getElementById("details").textContent = " "; });
 	}
 	document.getElementById("unzoom").addEventListener("click", function () { zoom(null); });
 	document.getElementById("search").addEventListener("click", function () {
 		if (searchRe) { search(""); return; }
-		search(prompt("Search frames (regular expression):", ""));
+		askSearch();
 	});
 	window.addEventListener("keydown", function (e) {
-		if ((e.ctrlKey || e.metaKey) && e.key === "f") {
+		if ((e.ctrlKey || e.metaKey) && (e.key === "f" || e.key === "F")) {
 			e.preventDefault();
-			search(prompt("Search frames (regular expression):", ""));
+			askSearch();
 		} else if (e.key === "Escape") { search(""); zoom(null); }
 	});
 }
-if (typeof document !== "undefined" && document.getElementById("frames")) {
+// The script comes before the frames in the file, so it runs before they
+// are parsed: it may only look for them once the document has loaded.
+if (typeof window !== "undefined") {
 	window.addEventListener("load", init);
+	if (typeof document !== "undefined" && document.readyState === "complete") init();
 }
 `
