@@ -92,7 +92,7 @@ func runRecord(args []string) int {
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			return fail
+			return startFailureCode(err, fail)
 		}
 		defer sess.close()
 		t, eng, child := sess.target, sess.engine, sess.child
@@ -347,6 +347,9 @@ type spawned struct {
 // error (record passes the terminal's; top, which owns the terminal, passes
 // /dev/null).
 func startCommand(argv []string, stdio [3]*os.File) (*spawned, error) {
+	if err := checkRunnable(argv[0]); err != nil {
+		return nil, err
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)

@@ -85,6 +85,13 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 		return nil, err
 	}
 	s.target = t
+	if s.child == nil {
+		if err := checkTIDs(pid, f.tids, t.Process().Threads()); err != nil {
+			t.Close()
+			s.close()
+			return nil, err
+		}
+	}
 	s.engine = sampler.NewEngine(t, opts)
 	sampleOnOneCPU()
 	if s.child != nil {

@@ -53,7 +53,7 @@ func runTop(args []string) int {
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			return exitTopNothing
+			return startFailureCode(err, exitTopNothing)
 		}
 		defer sess.close()
 		defer sess.target.Close()

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"stacktop/internal/targets"
+)
+
+// TestStartErrors: a command that cannot start makes record and top exit
+// with the shell's code and the exec error on one line, before anything
+// is started; record leaves no file, not even a temporary one.
+func TestStartErrors(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		argv0  string
+		code   int
+		phrase string
+	}{
+		{filepath.Join(dir, "no-such-program"), 127, "no such file or directory"},
+		{"stacktop-no-such-command", 127, "not found in PATH"},
+		{notExec, 126, "permission denied"},
+		{dir, 126, "is a directory"},
+	} {
+		out := filepath.Join(dir, "out", "p.folded")
+		os.MkdirAll(filepath.Dir(out), 0o755)
+		for _, verb := range []string{"record", "top"} {
+			args := []string{verb, "--", c.argv0, "arg"}
+			if verb == "record" {
+				args = []string{verb, "-o", out, "--", c.argv0, "arg"}
+			}
+			r := stacktop(t, args...)
+			msg := strings.TrimSpace(r.stderr)
+			if r.code != c.code || strings.Count(msg, "\n") > 0 || !strings.Contains(msg, "cannot run "+c.argv0) || !strings.Contains(msg, c.phrase) {
+				t.Errorf("%s -- %s: exit %d, stderr %q; want exit %d and one line with %q", verb, c.argv0, r.code, msg, c.code, c.phrase)
+			}
+		}
+		if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+			t.Errorf("record -- %s left %d files behind (%s...)", c.argv0, len(ents), ents[0].Name())
+		}
+	}
+}
+
+// TestRecordTIDNotOfTarget: --tid naming a thread of another process is
+// an error (exit 2, one line), not an empty profile.
+func TestRecordTIDNotOfTarget(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "split-sframe3")
+	other := os.Getpid()
+	out := filepath.Join(t.TempDir(), "tid.folded")
+	for _, verb := range []string{"record", "top"} {
+		args := []string{verb, "-p", strconv.Itoa(tg.PID()), "--tid", strconv.Itoa(other)}
+		if verb == "record" {
+			args = append(args, "--duration", "1s", "-o", out)
+		}
+		r := stacktop(t, args...)
+		checkAttachFailure(t, r, "--tid "+strconv.Itoa(other)+" is not a thread of process "+strconv.Itoa(tg.PID()))
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("record with a foreign --tid wrote %s", out)
+	}
+	// The target's own thread is accepted.
+	code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--tid", strconv.Itoa(tg.PID()), "--duration", "300ms", "-q", "-o", out)
+	if code != 0 {
+		t.Errorf("--tid of the target's main thread: exit %d\n%s", code, stderr)
+	}
+	checkUntraced(t, tg.PID())
+}
