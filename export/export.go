@@ -66,11 +66,29 @@ func FormatFromPath(path string) (Format, bool) {
 
 // Write writes p to w in format f.
 func Write(w io.Writer, p *profile.Profile, f Format) error {
+	return WriteOptions(w, p, f, Options{})
+}
+
+// Options are the choices record offers for every format.
+type Options struct {
+	// Threads puts a root frame "NAME TID" above every stack (folded,
+	// svg, speedscope), so each thread is its own tower. pprof always
+	// carries the thread, thread_name and pid labels instead.
+	Threads bool
+	// Lines names folded frames "func (file:line)" where the line is known.
+	Lines bool
+}
+
+// WriteOptions writes p to w in format f with opt.
+func WriteOptions(w io.Writer, p *profile.Profile, f Format, opt Options) error {
+	if opt.Threads && f != FormatPprof {
+		p = ThreadRooted(p)
+	}
 	switch f {
 	case FormatPprof:
 		return WritePprof(w, p)
 	case FormatFolded:
-		return WriteFolded(w, p, FoldedOptions{})
+		return WriteFolded(w, p, FoldedOptions{Lines: opt.Lines})
 	case FormatSpeedscope:
 		return WriteSpeedscope(w, p)
 	case FormatSVG:

@@ -52,7 +52,7 @@ func TestFoldedReadsBack(t *testing.T) {
 	}
 	buf.Reset()
 	WriteFolded(&buf, knownSplit(), FoldedOptions{ThreadRoot: true})
-	if got := parseFolded(t, buf.String()); got["hot-worker-1;main;a;hot"] != 300 {
+	if got := parseFolded(t, buf.String()); got["hot-worker 1;main;a;hot"] != 300 {
 		t.Fatalf("thread-rooted folded read back as %v", got)
 	}
 }

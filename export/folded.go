@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"io"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,9 +13,21 @@ import (
 
 // FoldedOptions tune the folded output.
 type FoldedOptions struct {
-	// ThreadRoot puts "name-tid" as the outermost frame of every stack, so a
-	// flame graph splits by thread.
+	// ThreadRoot puts "NAME TID" as the outermost frame of every stack, so
+	// a flame graph splits by thread (see ThreadRooted).
 	ThreadRoot bool
+	// Lines writes each frame whose line is known as "func (file:line)",
+	// file being the source file's base name, as py-spy does: one frame
+	// per call site instead of per function.
+	Lines bool
+}
+
+// foldFrame is f's name in folded output.
+func foldFrame(f profile.Frame, lines bool) string {
+	if lines && f.File != "" && f.Line > 0 {
+		return foldName(f.Name() + " (" + filepath.Base(f.File) + ":" + strconv.Itoa(f.Line) + ")")
+	}
+	return foldName(f.Name())
 }
 
 // foldName makes a frame name safe for the folded format, in which ';'
@@ -36,7 +49,7 @@ func WriteFolded(w io.Writer, p *profile.Profile, opt FoldedOptions) error {
 			if th := p.Threads[tid]; th != nil && th.Name != "" {
 				name = th.Name
 			}
-			root = foldName(name) + "-" + strconv.Itoa(tid)
+			root = foldName(threadRootName(name, tid))
 		}
 		for id, n := range stacks {
 			frames := agg.Stacks[id]
@@ -45,7 +58,7 @@ func WriteFolded(w io.Writer, p *profile.Profile, opt FoldedOptions) error {
 				parts = append(parts, root)
 			}
 			for i := len(frames) - 1; i >= 0; i-- {
-				parts = append(parts, foldName(frames[i].Name()))
+				parts = append(parts, foldFrame(frames[i], opt.Lines))
 			}
 			counts[strings.Join(parts, ";")] += n
 		}

@@ -100,9 +100,12 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 	agg := p.Aggregate(0)
 	stackLocs := make([][]*pprof.Location, len(agg.Stacks))
 	for tid, stacks := range agg.ThreadStacks {
-		name := ""
+		name, pid := "", p.PID
 		if th := p.Threads[tid]; th != nil {
 			name = th.Name
+			if th.PID != 0 {
+				pid = th.PID
+			}
 		}
 		for id, n := range stacks {
 			if stackLocs[id] == nil {
@@ -112,7 +115,7 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 				Location: stackLocs[id],
 				Value:    []int64{n, n * period},
 				Label:    map[string][]string{"thread_name": {name}},
-				NumLabel: map[string][]int64{"thread": {int64(tid)}},
+				NumLabel: map[string][]int64{"thread": {int64(tid)}, "pid": {int64(pid)}},
 			}
 			out.Sample = append(out.Sample, s)
 		}

@@ -34,10 +34,15 @@ const noFramesName = "[no frames]"
 // WriteSpeedscope writes the profile in speedscope's JSON file format: one
 // "sampled" profile per thread (named "threadname (tid)", ordered by tid),
 // each listing that thread's samples in time order so speedscope's Time
-// Order view replays the recording. Weights are sample counts (unit "none"):
-// sampling only sees a thread while it runs, so a time axis would suggest a
-// continuity the data does not have. Stacks are written root first, as the
-// format requires. The busiest thread is the one shown on load.
+// Order view replays the recording. Weights are time: a sample stands for
+// its weight in sampling periods, so the unit is "nanoseconds" and each
+// weight is samples x period (the time on CPU in an on-CPU profile, wall
+// time under --idle). A profile without a period (hand-built) counts
+// samples, unit "samples". Samples are not laid out on a time axis
+// (startValue is 0, each sample follows the previous one): sampling only
+// sees a thread while it runs, so gaps would suggest a continuity the data
+// does not have. Stacks are written root first, as the format requires.
+// The busiest thread is the one shown on load.
 func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	frameIndex := map[speedscopeFrameKey]int{}
 	var frames []speedscopeFrame
@@ -111,6 +116,11 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 	}
 
+	unit, scale := "samples", int64(1)
+	if ns := p.Period.Nanoseconds(); ns > 0 {
+		unit, scale = "nanoseconds", ns
+	}
+
 	bw := bufio.NewWriter(w)
 	str := func(s string) {
 		b, _ := json.Marshal(s) // a string always marshals; invalid UTF-8 becomes U+FFFD
@@ -146,8 +156,8 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 		bw.WriteString(`{"type":"sampled","name":`)
 		str(tname + " (" + strconv.Itoa(t.tid) + ")")
-		bw.WriteString(`,"unit":"none","startValue":0,"endValue":`)
-		bw.WriteString(strconv.FormatInt(t.total, 10))
+		bw.WriteString(`,"unit":"` + unit + `","startValue":0,"endValue":`)
+		bw.WriteString(strconv.FormatInt(t.total*scale, 10))
 		bw.WriteString(`,"samples":[`)
 		for j, e := range t.events {
 			if j > 0 {
@@ -160,7 +170,7 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 			if j > 0 {
 				bw.WriteByte(',')
 			}
-			bw.WriteString(strconv.FormatInt(eventWeight(e), 10))
+			bw.WriteString(strconv.FormatInt(eventWeight(e)*scale, 10))
 		}
 		bw.WriteString(`]}`)
 	}

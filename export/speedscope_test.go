@@ -49,6 +49,7 @@ type ssProfile struct {
 	samples  [][]int // frame indices, root first
 	weights  []float64
 	typeName string
+	unit     string
 }
 
 // checkSpeedscope is an independent checker of the speedscope file format
@@ -112,11 +113,14 @@ func checkSpeedscope(t *testing.T, data []byte) ssFile {
 		if sp.name, ok = po["name"].(string); !ok {
 			t.Fatalf("profile %d: name is %T", i, po["name"])
 		}
+		// speedscope's schema lists these units; stacktop writes
+		// nanoseconds, or samples for a profile without a period.
 		switch po["unit"] {
-		case "none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes":
+		case "none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes", "samples":
 		default:
 			t.Fatalf("profile %d: unit %v", i, po["unit"])
 		}
+		sp.unit, _ = po["unit"].(string)
 		startV, ok1 := po["startValue"].(float64)
 		endV, ok2 := po["endValue"].(float64)
 		if !ok1 || !ok2 || endV < startV {
@@ -189,8 +193,14 @@ func TestSpeedscopeKnownSplit(t *testing.T) {
 			t.Fatalf("%s: weights sum to %v, endValue %v", p.name, sum, p.end)
 		}
 	}
-	if leaf["hot"] != 300 || leaf["cold"] != 100 || len(leaf) != 2 {
-		t.Fatalf("weight by leaf %v, want hot 300 cold 100", leaf)
+	// Weights are time: 300 and 100 samples of a 10ms period.
+	if leaf["hot"] != 3e9 || leaf["cold"] != 1e9 || len(leaf) != 2 {
+		t.Fatalf("weight by leaf %v, want hot 3e9 cold 1e9 (ns)", leaf)
+	}
+	for _, p := range f.profiles {
+		if p.unit != "nanoseconds" {
+			t.Fatalf("%s: unit %q, want nanoseconds", p.name, p.unit)
+		}
 	}
 	// main occurs at two PCs (0x401100, 0x401108); speedscope merges call
 	// trees by frame index, so it must be one frame.
@@ -261,10 +271,10 @@ func TestSpeedscopeEdgeCases(t *testing.T) {
 		t.Fatalf("profiles %+v", f.profiles)
 	}
 	pr := f.profiles[0]
-	if f.frames[pr.samples[0][0]] != noFramesName || pr.weights[0] != 1 {
+	if f.frames[pr.samples[0][0]] != noFramesName || pr.weights[0] != 1e6 {
 		t.Fatalf("empty stack written as %v weight %v", pr.samples[0], pr.weights[0])
 	}
-	if got := f.frames[pr.samples[1][0]]; got != strings.ToValidUTF8(odd, "\uFFFD") || pr.weights[1] != 5 {
+	if got := f.frames[pr.samples[1][0]]; got != strings.ToValidUTF8(odd, "\uFFFD") || pr.weights[1] != 5e6 {
 		t.Fatalf("odd name read back as %q weight %v", got, pr.weights[1])
 	}
 	if pr.name != "thread (3)" {

@@ -72,6 +72,7 @@ const RunLimit = 10 * time.Second
 type Thread struct {
 	TID       int
 	Name      string
+	PID       int // the thread's process; 0 means Profile.PID (see Merge)
 	Samples   int64
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration

@@ -1,0 +1,118 @@
+package export
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	pprof "github.com/google/pprof/profile"
+
+	"stacktop/profile"
+)
+
+// TestThreadsOption: with Options.Threads every format that draws a tree
+// has "NAME TID" as the root frame of each thread's stacks, and pprof
+// labels each sample with thread, thread_name and pid.
+func TestThreadsOption(t *testing.T) {
+	p := knownSplit()
+	write := func(f Format) []byte {
+		var buf bytes.Buffer
+		if err := WriteOptions(&buf, p, f, Options{Threads: true}); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+
+	folded := parseFolded(t, string(write(FormatFolded)))
+	if folded["hot-worker 1;main;a;hot"] != 300 || folded["cold-worker 2;main;b;cold"] != 100 || len(folded) != 2 {
+		t.Errorf("folded --threads: %v", folded)
+	}
+
+	// Each thread draws its own main, so names repeat: read the SVG's
+	// frame groups directly.
+	svg := string(write(FormatSVG))
+	for _, want := range []string{
+		`data-n="300" data-d="1"><title>hot-worker 1 (300 samples, 75.00%)</title>`,
+		`data-n="100" data-d="1"><title>cold-worker 2 (100 samples, 25.00%)</title>`,
+		`data-n="300" data-d="2" data-m="fixture"><title>main (300 samples`,
+		`data-n="100" data-d="2" data-m="fixture"><title>main (100 samples`,
+	} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("svg --threads lacks %s", want)
+		}
+	}
+
+	ss := checkSpeedscope(t, write(FormatSpeedscope))
+	for _, pr := range ss.profiles {
+		root := strings.TrimSuffix(strings.Replace(pr.name, " (", " ", 1), ")") // "hot-worker (1)" -> "hot-worker 1"
+		for _, s := range pr.samples {
+			if got := ss.frames[s[0]]; got != root {
+				t.Fatalf("speedscope --threads: %s sample starts at %q, want %q", pr.name, got, root)
+			}
+		}
+	}
+
+	pp, err := pprof.Parse(bytes.NewReader(write(FormatPprof)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range pp.Sample {
+		tid, pid, name := s.NumLabel["thread"], s.NumLabel["pid"], s.Label["thread_name"]
+		if len(tid) != 1 || len(pid) != 1 || pid[0] != 42 || len(name) != 1 {
+			t.Fatalf("pprof sample labels %v %v, want thread, thread_name and pid 42", s.Label, s.NumLabel)
+		}
+		if s.Location[len(s.Location)-1].Line[0].Function.Name != "main" {
+			t.Errorf("pprof --threads: root %q, want main (threads are labels there)", s.Location[len(s.Location)-1].Line[0].Function.Name)
+		}
+	}
+}
+
+// TestFoldedLines: --lines names each frame "func (file:line)" where the
+// line is known, so two call sites in one function are two frames.
+func TestFoldedLines(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	p := profile.New(1, "lines", start, 10*time.Millisecond)
+	fr := func(name, file string, line int) profile.Frame {
+		return profile.Frame{PC: uint64(0x1000 + line), Function: name, File: file, Line: line, Module: "/bin/lines"}
+	}
+	p.Add(profile.Sample{TID: 1, Time: start, Frames: []profile.Frame{fr("leaf", "/src/a.c", 10), fr("main", "/src/main.c", 5)}})
+	p.Add(profile.Sample{TID: 1, Time: start.Add(10 * time.Millisecond), Frames: []profile.Frame{fr("leaf", "/src/a.c", 12), fr("main", "/src/main.c", 5)}})
+	p.Add(profile.Sample{TID: 1, Time: start.Add(20 * time.Millisecond), Frames: []profile.Frame{fr("leaf", "", 0), fr("main", "/src/main.c", 7)}})
+	var buf bytes.Buffer
+	if err := WriteOptions(&buf, p, FormatFolded, Options{Lines: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := parseFolded(t, buf.String())
+	want := map[string]int64{
+		"main (main.c:5);leaf (a.c:10)": 1,
+		"main (main.c:5);leaf (a.c:12)": 1,
+		"main (main.c:7);leaf":          1,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("folded --lines: %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Errorf("folded --lines: %q has %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+}
+
+// TestSpeedscopeUnits: weights are nanoseconds (samples x period); a
+// profile without a period counts samples.
+func TestSpeedscopeUnits(t *testing.T) {
+	p := profile.New(1, "", time.Unix(0, 0), 0)
+	p.Add(profile.Sample{TID: 1, Time: time.Unix(0, 0), Weight: 3, Frames: []profile.Frame{{Function: "f"}}})
+	var buf bytes.Buffer
+	if err := WriteSpeedscope(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	f := checkSpeedscope(t, buf.Bytes())
+	if pr := f.profiles[0]; pr.unit != "samples" || pr.weights[0] != 3 {
+		t.Errorf("no period: unit %q weight %v, want samples 3", pr.unit, pr.weights[0])
+	}
+	if strings.Contains(buf.String(), `"unit":"none"`) {
+		t.Errorf("unit none written")
+	}
+}

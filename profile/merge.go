@@ -1,0 +1,81 @@
+package profile
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Merge returns one profile holding the samples of several, each recorded
+// from its own process (record -p A,B, --subprocesses): stacks are
+// interned again, event times moved to the earliest Start, and each
+// thread keeps its process in Thread.PID. TIDs are unique across the
+// system while the threads live, so threads stay apart. The inputs are
+// not modified; the result is read-only, like a Snapshot. Merge of one
+// profile returns it.
+func Merge(ps ...*Profile) *Profile {
+	if len(ps) == 1 {
+		return ps[0]
+	}
+	if len(ps) == 0 {
+		return New(0, "", time.Time{}, 0)
+	}
+	start := ps[0].Start
+	var cmds []string
+	for _, p := range ps {
+		if p.Start.Before(start) {
+			start = p.Start
+		}
+		cmds = append(cmds, "pid "+strconv.Itoa(p.PID)+": "+p.Command)
+	}
+	out := New(ps[0].PID, strings.Join(cmds, "; "), start, ps[0].Period)
+	for _, p := range ps {
+		shift := p.Start.Sub(start)
+		ids := make([]int32, len(p.Stacks))
+		for i, st := range p.Stacks {
+			ids[i] = out.intern(st)
+			if i < len(p.uses) {
+				out.uses[ids[i]] += p.uses[i]
+			}
+		}
+		for _, e := range p.Events {
+			if int(e.Stack) < 0 || int(e.Stack) >= len(ids) {
+				continue
+			}
+			e.Time += shift
+			e.Stack = ids[e.Stack]
+			out.Events = append(out.Events, e)
+		}
+		for tid, th := range p.Threads {
+			t := *th
+			if t.PID == 0 {
+				t.PID = p.PID
+			}
+			if t.LastStack >= 0 && int(t.LastStack) < len(ids) {
+				t.LastStack = ids[t.LastStack]
+			}
+			t.LastTime += shift
+			t.run = -1
+			out.Threads[tid] = &t
+		}
+		out.Samples += p.Samples
+		out.Truncated += p.Truncated
+		out.Missed += p.Missed
+		out.Errors += p.Errors
+		out.end = max(out.end, p.end+shift)
+	}
+	// Aggregate's windows need the events in the order of their times.
+	slices.SortStableFunc(out.Events, func(a, b Event) int {
+		switch {
+		case a.Time < b.Time:
+			return -1
+		case a.Time > b.Time:
+			return 1
+		}
+		return 0
+	})
+	out.sealed = len(out.Events)
+	out.index, out.keyBuf = nil, nil
+	return out
+}
