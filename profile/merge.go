@@ -79,3 +79,29 @@ func Merge(ps ...*Profile) *Profile {
 	out.index, out.keyBuf = nil, nil
 	return out
 }
+
+// SelectThreads returns a read-only copy of p holding only the samples of
+// the threads keep accepts (--thread-name), with the counters of the
+// samples kept. Stacks are shared with p.
+func (p *Profile) SelectThreads(keep func(*Thread) bool) *Profile {
+	q := *p
+	q.Threads = map[int]*Thread{}
+	for tid, th := range p.Threads {
+		if keep(th) {
+			q.Threads[tid] = th
+		}
+	}
+	q.Events = make([]Event, 0, len(p.Events))
+	q.Samples, q.Truncated = 0, 0
+	for _, th := range q.Threads {
+		q.Samples += th.Samples
+	}
+	for _, e := range p.Events {
+		if q.Threads[int(e.TID)] != nil {
+			q.Events = append(q.Events, e)
+		}
+	}
+	q.sealed = len(q.Events)
+	q.index, q.keyBuf = nil, nil
+	return &q
+}

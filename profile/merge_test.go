@@ -54,3 +54,22 @@ func TestMerge(t *testing.T) {
 		t.Errorf("fp frames %d, want 14 (7 samples of 2 frames)", got)
 	}
 }
+
+func TestSelectThreads(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	p := New(1, "x", t0, 10*time.Millisecond)
+	for i, name := range []string{"hot", "warm", "waker", "hot"} {
+		p.Add(Sample{TID: 10 + i%3, ThreadName: name, Time: t0.Add(time.Duration(i) * time.Millisecond), Frames: []Frame{{Function: "f" + name}}})
+	}
+	q := p.Snapshot().SelectThreads(func(th *Thread) bool { return th.Name != "warm" })
+	if len(q.Threads) != 2 || q.Threads[11] != nil {
+		t.Fatalf("threads kept: %v", q.Threads)
+	}
+	agg := q.Aggregate(0)
+	if agg.Total != 3 || agg.ThreadCounts[10] != 2 || agg.ThreadCounts[12] != 1 || q.Samples != 3 {
+		t.Errorf("kept %d samples (%v), Samples %d; want 3", agg.Total, agg.ThreadCounts, q.Samples)
+	}
+	if len(p.Events) != 4 {
+		t.Errorf("the original lost events")
+	}
+}

@@ -50,6 +50,9 @@ type recordFlags struct {
 	output   string
 	format   string
 	quiet    bool
+	threads  bool
+	lines    bool
+	subprocs bool
 }
 
 func runRecord(args []string) int {
@@ -60,11 +63,20 @@ func runRecord(args []string) int {
 	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
 	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
+	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
+	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
+	fs.BoolVar(&f.subprocs, "subprocesses", false, "also record the children the processes create while recorded, until they exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool { return f.duration >= 0 })
+	cmdArgs, code, ok := f.parse(fs, args, func() bool {
+		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
+			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p or --subprocesses")
+			return false
+		}
+		return f.duration >= 0
+	})
 	if !ok {
 		return code
 	}
@@ -95,25 +107,40 @@ func runRecord(args []string) int {
 			return startFailureCode(err, fail)
 		}
 		defer sess.close()
-		t, eng, child := sess.target, sess.engine, sess.child
+		eng, child := sess.engine, sess.child
+		// Several processes (-p A,B, --subprocesses): one engine each,
+		// and their profiles merged (see fleet).
+		fl := newFleet(tr, &f.samplingFlags, opts, sess)
+		defer fl.close()
+		for _, pid := range f.pids[min(1, len(f.pids)):] {
+			if _, err := fl.attach(pid); err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				fl.closeTargets()
+				return fail
+			}
+		}
 		stopProgress := func() {}
 		if !f.quiet && isTerminal(os.Stderr) {
 			stopProgress = showProgress(os.Stderr, eng)
 		}
-		runErr := eng.Run(ctx)
+		runErrs := fl.run(ctx, f.subprocs)
 		stopProgress()
-		detachErr := t.Close()
+		detachErr := fl.closeTargets()
 
-		st := eng.Stats()
-		prof := eng.Snapshot()
+		st, nproc := fl.stats()
+		prof := threadFilter(f.threadRE)(fl.profile())
 		code := exitRecordOK
-		if runErr != nil {
-			fmt.Fprintln(os.Stderr, "stacktop:", runErr)
+		for _, err := range runErrs {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
 		}
-		if detachErr != nil && !st.Exited {
+		if detachErr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop: detaching:", detachErr)
 		}
-		werr := out.commit(func(w io.Writer) error { return export.Write(w, prof, format) })
+		if nproc > 1 && !f.quiet {
+			fmt.Fprintf(os.Stderr, "stacktop: %d processes recorded into one profile\n", nproc)
+		}
+		xopts := export.Options{Threads: f.threads, Lines: f.lines}
+		werr := out.commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
 		if werr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", werr)
 			code = exitRecordWrite

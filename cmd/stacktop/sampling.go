@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 	"runtime"
 
 	"stacktop/procmaps"
@@ -14,17 +15,21 @@ import (
 // samplingFlags are the flags record and top share: what to sample and how.
 type samplingFlags struct {
 	pid         int
+	pids        pidList // every -p; pid is the first
 	tidList     string
+	threadName  string
 	rate        float64
 	idle        bool
 	stackWindow int
 
-	tids []int // parsed from tidList by check
+	tids     []int          // parsed from tidList by check
+	threadRE *regexp.Regexp // compiled from threadName by check; nil: all
 }
 
 func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
-	fs.IntVar(&f.pid, "p", 0, "process to "+verb)
+	fs.Var(&f.pids, "p", "process to "+verb+" (PID; a comma-separated list, or repeat -p, for several)")
 	fs.StringVar(&f.tidList, "tid", "", verb+" only these threads (comma-separated TIDs)")
+	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
 	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 	fs.IntVar(&f.stackWindow, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
@@ -33,8 +38,18 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 // check validates the flags against the command line's remaining
 // arguments (-- CMD): exactly one of -p and a command.
 func (f *samplingFlags) check(cmdArgs []string) error {
+	if len(f.pids) > 0 {
+		f.pid = f.pids[0]
+	}
 	if (f.pid > 0) == (len(cmdArgs) > 0) || f.pid < 0 {
 		return fmt.Errorf("give either -p PID or -- CMD")
+	}
+	if f.threadName != "" {
+		re, err := regexp.Compile(f.threadName)
+		if err != nil {
+			return fmt.Errorf("--thread-name: %v", err)
+		}
+		f.threadRE = re
 	}
 	if f.rate <= 0 || f.rate > 10000 {
 		return fmt.Errorf("--rate must be in (0, 10000]")

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pprof "github.com/google/pprof/profile"
+
+	"stacktop/internal/targets"
+)
+
+var (
+	threadnamesOnce sync.Once
+	threadnamesPath string
+	threadnamesErr  error
+)
+
+// threadnames builds testdata/targets/threadnames (threads named hot, warm
+// and waker) once per test binary.
+func threadnames(t *testing.T) string {
+	t.Helper()
+	threadnamesOnce.Do(func() {
+		threadnamesPath = filepath.Join(filepath.Dir(stacktopBin), "threadnames")
+		out, err := exec.Command("go", "build", "-o", threadnamesPath, "../../testdata/targets/threadnames").CombinedOutput()
+		if err != nil {
+			threadnamesErr = err
+			t.Logf("%s", out)
+		}
+	})
+	if threadnamesErr != nil {
+		t.Fatalf("building threadnames: %v", threadnamesErr)
+	}
+	return threadnamesPath
+}
+
+func startThreadnames(t *testing.T, args ...string) *targets.Target {
+	t.Helper()
+	tg := targets.StartCommand(t, append([]string{threadnames(t)}, args...)...)
+	select {
+	case <-tg.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("threadnames not ready: %s", tg.Output())
+	}
+	return tg
+}
+
+// roots returns the samples per root frame of a folded file.
+func roots(t *testing.T, path string) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for stack, n := range parseFolded(t, path) {
+		root, _, _ := strings.Cut(stack, ";")
+		out[root] += n
+	}
+	return out
+}
+
+// TestRecordThreads: --threads gives each thread a root frame "NAME TID"
+// (hot, warm and waker each have theirs), and pprof labels the samples
+// with thread, thread_name and pid.
+func TestRecordThreads(t *testing.T) {
+	needRoot(t)
+	tg := startThreadnames(t)
+	pid := strconv.Itoa(tg.PID())
+	names, err := tg.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	out := filepath.Join(dir, "threads.folded")
+	// --idle: every thread counts at every tick, waker too.
+	code, stderr := record(t, "-p", pid, "--threads", "--idle", "--duration", "1s", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	got := roots(t, out)
+	for tid, name := range names {
+		if name != "hot" && name != "warm" && name != "waker" {
+			continue
+		}
+		if root := name + " " + strconv.Itoa(tid); got[root] == 0 {
+			t.Errorf("no stack under the root frame %q; roots: %v", root, got)
+		}
+	}
+	// The Go runtime may start threads after names was read.
+	for root := range got {
+		i := strings.LastIndexByte(root, ' ')
+		if tid := atoi(root[i+1:]); i < 0 || tid <= 0 || names[tid] != "" && names[tid] != root[:i] {
+			t.Errorf("root frame %q is not \"NAME TID\" of a thread of %v", root, names)
+		}
+	}
+
+	pb := filepath.Join(dir, "threads.pb.gz")
+	if code, stderr := record(t, "-p", pid, "--threads", "--duration", "500ms", "-q", "-o", pb); code != 0 {
+		t.Fatalf("pprof: exit %d\n%s", code, stderr)
+	}
+	b, _ := os.ReadFile(pb)
+	p, err := pprof.Parse(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hot := false
+	for _, s := range p.Sample {
+		if s.NumLabel["pid"][0] != int64(tg.PID()) || len(s.NumLabel["thread"]) != 1 {
+			t.Fatalf("pprof labels %v %v, want pid %d and thread", s.Label, s.NumLabel, tg.PID())
+		}
+		hot = hot || s.Label["thread_name"][0] == "hot"
+	}
+	if !hot {
+		t.Errorf("no pprof sample labelled thread_name hot")
+	}
+	checkUntraced(t, tg.PID())
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestRecordSeveralProcesses: -p A,B --threads holds the threads of both,
+// and so does -p A -p B.
+func TestRecordSeveralProcesses(t *testing.T) {
+	needRoot(t)
+	a, b := startThreadnames(t), startThreadnames(t)
+	dir := t.TempDir()
+	for i, pids := range [][]string{
+		{"-p", strconv.Itoa(a.PID()) + "," + strconv.Itoa(b.PID())},
+		{"-p", strconv.Itoa(a.PID()), "-p", strconv.Itoa(b.PID())},
+	} {
+		out := filepath.Join(dir, strconv.Itoa(i)+".folded")
+		args := append(pids, "--threads", "--idle", "--duration", "1s", "-o", out)
+		code, stderr := record(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", pids, code, stderr)
+		}
+		if !strings.Contains(stderr, "2 processes recorded into one profile") {
+			t.Errorf("%v: summary does not say 2 processes:\n%s", pids, stderr)
+		}
+		got := roots(t, out)
+		for _, tg := range []*targets.Target{a, b} {
+			names, _ := tg.Threads()
+			for tid, name := range names {
+				if name == "hot" && got["hot "+strconv.Itoa(tid)] == 0 {
+					t.Errorf("%v: no samples of process %d's thread hot %d; roots %v", pids, tg.PID(), tid, got)
+				}
+			}
+		}
+	}
+	checkUntraced(t, a.PID())
+	checkUntraced(t, b.PID())
+	if code, stderr := record(t, "-p", strconv.Itoa(a.PID())+",x"); code != exitUsage {
+		t.Errorf("-p A,x: exit %d, want %d\n%s", code, exitUsage, stderr)
+	}
+}
+
+// TestRecordSubprocesses: --subprocesses follows a child the recorded
+// shell starts after the attach, with its threads.
+func TestRecordSubprocesses(t *testing.T) {
+	needRoot(t)
+	bin := threadnames(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "sub.folded")
+	script := `sleep 0.3; "$0" 1 >/dev/null; exit 3`
+	code, stderr := record(t, "--subprocesses", "--threads", "--idle", "-o", out, "--", "/bin/sh", "-c", script, bin)
+	if code != 3 {
+		t.Fatalf("exit %d, want the command's 3\n%s", code, stderr)
+	}
+	got := roots(t, out)
+	seen := map[string]bool{}
+	for root := range got {
+		name, _, _ := strings.Cut(root, " ")
+		seen[name] = true
+	}
+	for _, name := range []string{"hot", "warm", "waker"} {
+		if !seen[name] {
+			t.Errorf("child's thread %s not recorded; roots %v\n%s", name, got, stderr)
+		}
+	}
+	// Without --subprocesses only the shell is recorded.
+	code, stderr = record(t, "--threads", "--idle", "-o", out, "--", "/bin/sh", "-c", script, bin)
+	if code != 3 {
+		t.Fatalf("exit %d, want 3\n%s", code, stderr)
+	}
+	for root := range roots(t, out) {
+		if strings.HasPrefix(root, "hot ") {
+			t.Errorf("child recorded without --subprocesses: %s", root)
+		}
+	}
+}
+
+// TestRecordThreadName: --thread-name keeps the matching threads only.
+func TestRecordThreadName(t *testing.T) {
+	needRoot(t)
+	tg := startThreadnames(t)
+	out := filepath.Join(t.TempDir(), "tn.folded")
+	code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--thread-name", "^(hot|waker)$", "--threads", "--idle", "--duration", "800ms", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	seen := map[string]bool{}
+	for root := range roots(t, out) {
+		name, _, _ := strings.Cut(root, " ")
+		seen[name] = true
+	}
+	if !seen["hot"] || !seen["waker"] || len(seen) != 2 {
+		t.Errorf("threads recorded: %v, want hot and waker", seen)
+	}
+	if code, _ := record(t, "-p", strconv.Itoa(tg.PID()), "--thread-name", "(", "-o", out); code != exitUsage {
+		t.Errorf("bad --thread-name regexp: exit %d, want %d", code, exitUsage)
+	}
+	checkUntraced(t, tg.PID())
+}
