@@ -11,6 +11,7 @@ package live
 import (
 	"sync"
 
+	"stacktop/profile"
 	"stacktop/sampler"
 	"stacktop/tui"
 )
@@ -21,6 +22,7 @@ type Source struct {
 
 	mu      sync.Mutex
 	exitMsg string
+	filter  func(*profile.Profile) *profile.Profile
 }
 
 // New returns a Source polling e.
@@ -35,6 +37,14 @@ func (s *Source) SetExitMsg(msg string) {
 	s.mu.Unlock()
 }
 
+// SetFilter makes each snapshot pass through filter before the UI sees
+// it (top --thread-name keeps some threads only).
+func (s *Source) SetFilter(filter func(*profile.Profile) *profile.Profile) {
+	s.mu.Lock()
+	s.filter = filter
+	s.mu.Unlock()
+}
+
 // Snapshot implements tui.Source. It returns at once.
 func (s *Source) Snapshot() tui.Status {
 	st := s.engine.Stats()
@@ -45,6 +55,12 @@ func (s *Source) Snapshot() tui.Status {
 		Threads: st.Threads,
 		Exited:  st.Exited,
 		Err:     st.LastErr,
+	}
+	s.mu.Lock()
+	filter := s.filter
+	s.mu.Unlock()
+	if filter != nil {
+		prof = filter(prof)
 	}
 	if len(prof.Events) > 0 || st.Exited {
 		out.Profile = prof

@@ -19,6 +19,9 @@ type viewData struct {
 	tree     *profile.Node
 	hot      map[string]bool // paths of the hottest chain, open by default
 	threads  []threadRow
+	// threadsTotal is the window's samples of every thread, which the
+	// threads view's shares are of even while a thread is in focus.
+	threadsTotal int64
 }
 
 type threadRow struct {
@@ -46,9 +49,24 @@ func windowStart(p *profile.Profile, cumulative bool, window, since time.Duratio
 // name or module does not contain it are hidden; the tree keeps only the
 // stacks with a matching frame; a thread stays if its name or latest stack
 // matches. Percentages stay relative to the unfiltered window total.
-func derive(p *profile.Profile, from time.Duration, filter string, bySelf bool) viewData {
-	a := p.Aggregate(from)
-	d := viewData{from: from, to: a.To, total: a.Total, matched: a.Total}
+// A focus TID restricts the functions and the tree to that thread's
+// samples (its stacks), their percentages then of the thread's samples.
+func derive(p *profile.Profile, from time.Duration, filter string, bySelf bool, focus int) viewData {
+	all := p.Aggregate(from)
+	a := all
+	if focus != 0 {
+		fc := *all
+		fc.Counts = make([]int64, len(all.Counts))
+		fc.Total = 0
+		for id, n := range all.ThreadStacks[focus] {
+			fc.Counts[id] = n
+			fc.Total += n
+		}
+		fc.ThreadCounts = map[int]int64{focus: fc.Total}
+		fc.ThreadStacks = map[int]map[int32]int64{focus: all.ThreadStacks[focus]}
+		a = &fc
+	}
+	d := viewData{from: from, to: a.To, total: a.Total, matched: a.Total, threadsTotal: all.Total}
 	needle := strings.ToLower(filter)
 
 	fa := a
@@ -81,7 +99,7 @@ func derive(p *profile.Profile, from time.Duration, filter string, bySelf bool) 
 	}
 
 	for tid, th := range p.Threads {
-		row := threadRow{TID: tid, Name: th.Name, Samples: a.ThreadCounts[tid]}
+		row := threadRow{TID: tid, Name: th.Name, Samples: all.ThreadCounts[tid]}
 		if th.LastStack >= 0 && int(th.LastStack) < len(p.Stacks) {
 			row.Stack = p.Stacks[th.LastStack]
 		}

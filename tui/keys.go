@@ -34,7 +34,7 @@ func newKeyMap() keyMap {
 		End:         b([]string{"end", "G"}, "end/G", "last row"),
 		Expand:      b([]string{"right", "l"}, "→/l", "expand"),
 		Collapse:    b([]string{"left", "h"}, "←/h", "collapse / parent"),
-		Toggle:      b([]string{"enter"}, "enter", "fold/unfold"),
+		Toggle:      b([]string{"enter"}, "enter", "fold; thread: stacks"),
 		Window:      b([]string{"w"}, "w", "window/cumulative"),
 		Pause:       b([]string{" ", "p"}, "space/p", "pause"),
 		Reset:       b([]string{"r"}, "r", "reset"),

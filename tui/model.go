@@ -51,6 +51,11 @@ type model struct {
 	view       viewKind
 	showHelp   bool
 
+	// focus is the thread whose stacks the functions and tree views show
+	// (Enter on the threads view); 0 is every thread.
+	focus     int
+	focusName string
+
 	filter  string // applied filter
 	editing bool   // the filter line has the keyboard
 	input   []rune // filter being typed
@@ -97,6 +102,7 @@ func newModel(src Source, opt Options, profile termenv.Profile) model {
 		width:      80,
 		height:     24,
 		cumulative: opt.Cumulative,
+		bySelf:     !opt.SortByTotal,
 		open:       map[string]bool{},
 		crash:      &crashBox{},
 	}
@@ -224,9 +230,21 @@ func (m model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 		}
 	case key.Matches(msg, k.Filter):
 		m.editing, m.input = true, []rune(m.filter)
+	case m.view == viewThreads && key.Matches(msg, k.Toggle):
+		if c := m.cursor[viewThreads]; c < len(m.data.threads) {
+			// The thread's stacks: the call tree of its samples only.
+			m.focus, m.focusName = m.data.threads[c].TID, m.data.threads[c].Name
+			m.view = viewTree
+			m.recompute()
+		}
 	case key.Matches(msg, k.ClearFilter):
-		if m.filter != "" {
+		switch {
+		case m.filter != "":
 			m.filter = ""
+			m.recompute()
+		case m.focus != 0:
+			m.focus, m.focusName = 0, ""
+			m.view = viewThreads
 			m.recompute()
 		}
 	default:
@@ -282,7 +300,7 @@ func (m *model) recompute() {
 		return
 	}
 	from := windowStart(p, m.cumulative, m.opt.Window, m.since)
-	m.data = derive(p, from, m.filter, m.bySelf)
+	m.data = derive(p, from, m.filter, m.bySelf, m.focus)
 	m.reflowTree()
 }
 

@@ -184,11 +184,13 @@ func TestFunctionsView(t *testing.T) {
 			t.Errorf("%s: module not shown: %q", name, lines[i])
 		}
 	}
-	if !strings.Contains(strings.Join(lines[:headerLines+1], "\n"), "▼TOTAL%") {
-		t.Errorf("sort column not marked as total:%s", dump(lines))
+	// Sorted by self by default, as perf top and py-spy top do: the rows
+	// are where the time goes, not main and start_thread first.
+	if !strings.Contains(strings.Join(lines[:headerLines+1], "\n"), "▼SELF%") {
+		t.Errorf("sort column not marked as self:%s", dump(lines))
 	}
-	if i, _ := rowOf(lines, "main"); i != headerLines+1 {
-		t.Errorf("by total, main is on line %d, want first row:%s", i, dump(lines))
+	if i, _ := rowOf(lines, "hot"); i != headerLines+1 {
+		t.Errorf("by self, hot is on line %d, want first row:%s", i, dump(lines))
 	}
 	for _, l := range lines[:3] {
 		_ = l
@@ -202,8 +204,16 @@ func TestFunctionsView(t *testing.T) {
 }
 
 func TestSortSwitch(t *testing.T) {
-	m := update(t, newTestModel(t, Options{}), poll(status(hotCold()), 1), keys("s"))
+	m := update(t, newTestModel(t, Options{SortByTotal: true}), poll(status(hotCold()), 1))
 	lines := screen(t, m)
+	if !strings.Contains(lines[headerLines], "▼TOTAL%") {
+		t.Errorf("SortByTotal: column header %q", lines[headerLines])
+	}
+	if i, _ := rowOf(lines, "main"); i != headerLines+1 {
+		t.Errorf("by total, main on line %d, want first:%s", i, dump(lines))
+	}
+	m = update(t, m, keys("s"))
+	lines = screen(t, m)
 	if !strings.Contains(lines[headerLines], "▼SELF%") || strings.Contains(lines[headerLines], "▼TOTAL%") {
 		t.Errorf("column header after s: %q", lines[headerLines])
 	}
@@ -719,5 +729,54 @@ func BenchmarkRefresh(b *testing.B) {
 				_ = m.View()
 			}
 		})
+	}
+}
+
+// TestThreadStacks: Enter on a thread shows the call tree of its samples
+// only, shares of that thread; esc goes back to the threads.
+func TestThreadStacks(t *testing.T) {
+	m := update(t, newTestModel(t, Options{}), poll(status(hotCold()), 1), keys("3"))
+	lines := screen(t, m)
+	// The worker (25%) is the second row; select it.
+	i, _ := rowOf(lines, "worker")
+	if i != headerLines+2 {
+		t.Fatalf("worker on line %d, want second:%s", i, dump(lines))
+	}
+	m = update(t, m, keys("down"), keys("enter"))
+	lines = screen(t, m)
+	all := strings.Join(lines, "\n")
+	if !strings.Contains(all, "CALLER > CALLEE") || !strings.Contains(all, "stacks of thread 4243 worker") {
+		t.Fatalf("enter on the worker did not show its stacks:%s", dump(lines))
+	}
+	if _, f := rowOf(lines, "cold"); f == nil || f[0] != "100.0%" {
+		t.Errorf("the worker's cold row %v, want 100.0%% of its samples:%s", f, dump(lines))
+	}
+	if i, _ := rowOf(lines, "hot"); i >= 0 {
+		t.Errorf("the main thread's hot shown in the worker's stacks:%s", dump(lines))
+	}
+	// The functions view follows the focus too.
+	m = update(t, m, keys("1"))
+	if i, _ := rowOf(screen(t, m), "hot"); i >= 0 {
+		t.Errorf("functions view shows hot while the worker is in focus")
+	}
+	m = update(t, m, keys("esc"))
+	lines = screen(t, m)
+	if strings.Contains(strings.Join(lines, "\n"), "stacks of thread") || !strings.Contains(strings.Join(lines, "\n"), "LATEST STACK") {
+		t.Errorf("esc did not return to all threads:%s", dump(lines))
+	}
+	if _, f := rowOf(lines, "worker"); f == nil || f[0] != "25.0%" {
+		t.Errorf("worker share after esc %v, want 25.0%%", f)
+	}
+}
+
+// TestHeaderModeAndRate: the header names the mode and the rate asked
+// next to the achieved one.
+func TestHeaderModeAndRate(t *testing.T) {
+	m := update(t, newTestModel(t, Options{Mode: "wall-clock", RateAsked: 99}), poll(status(hotCold()), 1))
+	head := strings.Join(screen(t, m)[:headerLines], "\n")
+	for _, w := range []string{"wall-clock", "99.5 of 99 Hz"} {
+		if !strings.Contains(head, w) {
+			t.Errorf("header lacks %q:%s", w, head)
+		}
 	}
 }

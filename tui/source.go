@@ -52,6 +52,15 @@ type Options struct {
 	// StackFrames is how many frames of each thread's latest stack the
 	// threads view shows; default 4.
 	StackFrames int
+	// Mode names the profile in the header: "on-CPU" or "wall-clock".
+	// Empty shows nothing.
+	Mode string
+	// RateAsked is the sampling rate the user asked for, shown next to
+	// the achieved one; 0 shows the achieved rate alone.
+	RateAsked float64
+	// SortByTotal starts the functions view sorted by total instead of
+	// self (t and s switch).
+	SortByTotal bool
 	// NoColor renders without any ANSI colour or attribute. It is also
 	// on when the NO_COLOR environment variable is set and not empty
 	// (https://no-color.org), read when the model is created.

@@ -156,9 +156,16 @@ func (m *model) header() []string {
 	if p == nil {
 		l1 = append(l1, "waiting for samples…")
 	} else {
+		rate := fmt.Sprintf("%.1f Hz", s.Rate)
+		if m.opt.RateAsked > 0 {
+			rate = fmt.Sprintf("%.1f of %g Hz", s.Rate, m.opt.RateAsked)
+		}
+		if m.opt.Mode != "" {
+			l1 = append(l1, m.opt.Mode)
+		}
 		l1 = append(l1,
 			"threads "+strconv.Itoa(s.Threads),
-			fmt.Sprintf("%.1f Hz", s.Rate),
+			rate,
 			fmt.Sprintf("%d samples", p.Samples),
 			countPart(st, "errors", p.Errors, p.Samples),
 			countPart(st, "truncated", p.Truncated, p.Samples),
@@ -179,6 +186,9 @@ func (m *model) header() []string {
 	case m.filter != "":
 		l3 = append(l3, "filter "+st.key.Render(strconv.Quote(m.filter))+st.dim.Render(
 			fmt.Sprintf(" %s of window (esc clears)", pct(m.data.matched, m.data.total))))
+	}
+	if m.focus != 0 {
+		l3 = append(l3, "stacks of thread "+st.key.Render(strconv.Itoa(m.focus)+" "+m.focusName)+st.dim.Render(" (esc: all threads)"))
 	}
 	if m.latest.Exited {
 		msg := "target exited"
@@ -372,7 +382,7 @@ func (m *model) threadsView(height int) []string {
 		if name == "" {
 			name = "-"
 		}
-		line := m.gutter(sel) + padLeft(pct(t.Samples, m.data.total), pctW) + " " +
+		line := m.gutter(sel) + padLeft(pct(t.Samples, m.data.threadsTotal), pctW) + " " +
 			padLeft(strconv.Itoa(t.TID), tidW) + "  " +
 			padRight(cut(name, nameW), nameW) + " " +
 			cut(stackLine(t.Stack, m.opt.StackFrames), stackW)

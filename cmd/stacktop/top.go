@@ -30,11 +30,18 @@ func runTop(args []string) int {
 	f.register(fs, "watch")
 	window := fs.Duration("window", 5*time.Second, "length of the sliding window (w toggles cumulative)")
 	cumulative := fs.Bool("cumulative", false, "start with everything since the start instead of the window")
+	sortTotal := fs.Bool("sort-total", false, "start with functions sorted by total instead of self (t and s switch)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool { return *window > 0 })
+	cmdArgs, code, ok := f.parse(fs, args, func() bool {
+		if len(f.pids) > 1 {
+			fmt.Fprintln(os.Stderr, "stacktop: top watches one process; record takes several (-p A,B)")
+			return false
+		}
+		return *window > 0
+	})
 	if !ok {
 		return code
 	}
@@ -59,6 +66,9 @@ func runTop(args []string) int {
 		defer sess.target.Close()
 		eng, child := sess.engine, sess.child
 		src := live.New(eng)
+		if f.threadRE != nil {
+			src.SetFilter(threadFilter(f.threadRE))
+		}
 		engineDone := make(chan error, 1)
 		go func() {
 			err := eng.Run(ctx)
@@ -71,7 +81,12 @@ func runTop(args []string) int {
 			engineDone <- err
 		}()
 
-		uiErr := tui.Run(ctx, src, tui.Options{Window: *window, Cumulative: *cumulative})
+		mode := "on-CPU"
+		if f.idle {
+			mode = "wall-clock"
+		}
+		uiErr := tui.Run(ctx, src, tui.Options{Window: *window, Cumulative: *cumulative,
+			SortByTotal: *sortTotal, Mode: mode, RateAsked: f.rate})
 		cancel()
 		engErr := <-engineDone
 		code := exitTopOK
