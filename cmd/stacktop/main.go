@@ -6,6 +6,8 @@
 //	stacktop dump -p PID [--tid TID] [--json] one-shot stacks of every thread
 //	stacktop record ...                       scripted sampling to profile files
 //	stacktop top ...                          live terminal UI
+//	stacktop --version                        version and VCS revision
+//	stacktop completion bash|zsh|fish         shell completion script
 //
 // Exit codes are documented per subcommand in the README; 64 is always a
 // usage error.
@@ -49,6 +51,9 @@ func main() {
 	if name == "-h" || name == "--help" || name == "help" {
 		usage()
 		os.Exit(0)
+	}
+	if name == "--version" || name == "-version" {
+		os.Exit(runVersion(os.Args[2:]))
 	}
 	for _, c := range commands {
 		if c.name == name {
