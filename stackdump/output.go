@@ -89,7 +89,8 @@ func WriteSummary(w io.Writer, r *Result) {
 		len(r.Threads), r.Wall.Round(1e3), r.Pauses.Min.Round(100), r.Pauses.Median.Round(100), r.Pauses.Max.Round(100))
 }
 
-// The JSON document; its schema is documented in the README ("dump --json").
+// The JSON document; its schema is documented in docs/dump.md ("--json"),
+// which TestJSONSchemaDocumented keeps complete.
 type jsonDump struct {
 	PID           int          `json:"pid"`
 	Command       string       `json:"command"`

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"regexp"
 
 	"stacktop/ptrace"
 	"stacktop/sampler"
@@ -25,14 +26,15 @@ func runDump(args []string) int {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	pid := fs.Int("p", 0, "process to dump (required)")
 	tid := fs.Int("tid", 0, "dump only this thread")
-	asJSON := fs.Bool("json", false, "print one JSON document (schema in the README)")
+	threadName := fs.String("thread-name", "", "dump only threads whose name matches this regular expression")
+	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
 	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze] [--no-inline] [--no-lines]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -45,6 +47,15 @@ func runDump(args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	var nameRE *regexp.Regexp
+	if *threadName != "" {
+		re, err := regexp.Compile(*threadName)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop: --thread-name:", err)
+			return exitUsage
+		}
+		nameRE = re
+	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
@@ -56,6 +67,21 @@ func runDump(args []string) int {
 		if err != nil && (res == nil || len(res.Threads) == 0) {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitDumpNothing
+		}
+		if nameRE != nil {
+			// Every thread was sampled (names are read with the
+			// stacks); only the matching ones are shown.
+			kept := res.Threads[:0]
+			for _, ts := range res.Threads {
+				if nameRE.MatchString(ts.Name) {
+					kept = append(kept, ts)
+				}
+			}
+			res.Threads = kept
+			if len(kept) == 0 {
+				fmt.Fprintf(os.Stderr, "stacktop: no thread of process %d has a name matching %q (names are in /proc/%d/task/*/comm)\n", *pid, *threadName, *pid)
+				return exitDumpNothing
+			}
 		}
 		if err != nil {
 			// The stacks are there; say what went wrong after them (a

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -212,5 +214,31 @@ func TestRecordThreadName(t *testing.T) {
 	if code, _ := record(t, "-p", strconv.Itoa(tg.PID()), "--thread-name", "(", "-o", out); code != exitUsage {
 		t.Errorf("bad --thread-name regexp: exit %d, want %d", code, exitUsage)
 	}
+	checkUntraced(t, tg.PID())
+}
+
+// TestDumpThreadName: dump --thread-name shows the matching threads only,
+// and says so when none matches.
+func TestDumpThreadName(t *testing.T) {
+	needRoot(t)
+	tg := startThreadnames(t)
+	pid := strconv.Itoa(tg.PID())
+	r := stacktop(t, "dump", "-p", pid, "--thread-name", "^wa", "--json")
+	var doc struct {
+		Threads []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("dump --json: %v\n%s", err, r.stderr)
+	}
+	var names []string
+	for _, th := range doc.Threads {
+		names = append(names, th.Name)
+	}
+	sort.Strings(names)
+	if strings.Join(names, ",") != "waker,warm" {
+		t.Errorf("dump --thread-name ^wa shows %v, want warm and waker", names)
+	}
+	r = stacktop(t, "dump", "-p", pid, "--thread-name", "^nothing$")
+	checkAttachFailure(t, r, "no thread of process "+pid+" has a name matching")
 	checkUntraced(t, tg.PID())
 }
