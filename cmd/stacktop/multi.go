@@ -14,6 +14,7 @@ import (
 	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/sampler"
+	"stacktop/tui"
 )
 
 // pidList is -p: a comma-separated list of PIDs, and the flag may repeat.
@@ -269,4 +270,30 @@ func worse(a, b sampler.PauseStats) sampler.PauseStats {
 	a.N += b.N
 	a.Median, a.P99, a.Max = max(a.Median, b.Median), max(a.P99, b.P99), max(a.Max, b.Max)
 	return a
+}
+
+// fleetSource is top's tui.Source over a fleet: each poll merges the
+// engines' snapshots (the cost of one profile.Merge per refresh).
+type fleetSource struct {
+	fl     *fleet
+	filter func(*profile.Profile) *profile.Profile
+}
+
+func (s fleetSource) Snapshot() tui.Status {
+	st, n := s.fl.stats()
+	prof := s.filter(s.fl.profile())
+	out := tui.Status{
+		Rate:    st.Rate,
+		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
+		Threads: st.Threads,
+		Exited:  st.Exited,
+		Err:     st.LastErr,
+	}
+	if len(prof.Events) > 0 || st.Exited {
+		out.Profile = prof
+	}
+	if st.Exited {
+		out.ExitMsg = fmt.Sprintf("all %d processes exited", n)
+	}
+	return out
 }

@@ -32,12 +32,12 @@ func runTop(args []string) int {
 	cumulative := fs.Bool("cumulative", false, "start with everything since the start instead of the window")
 	sortTotal := fs.Bool("sort-total", false, "start with functions sorted by total instead of self (t and s switch)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
+		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID[,PID...] [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
 	}
 	cmdArgs, code, ok := f.parse(fs, args, func() bool {
-		if len(f.pids) > 1 {
-			fmt.Fprintln(os.Stderr, "stacktop: top watches one process; record takes several (-p A,B)")
+		if f.tidList != "" && len(f.pids) > 1 {
+			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p")
 			return false
 		}
 		return *window > 0
@@ -63,15 +63,36 @@ func runTop(args []string) int {
 			return startFailureCode(err, exitTopNothing)
 		}
 		defer sess.close()
-		defer sess.target.Close()
+		closeTargets := func() error { return sess.target.Close() }
+		defer func() { closeTargets() }()
 		eng, child := sess.engine, sess.child
 		src := live.New(eng)
 		if f.threadRE != nil {
 			src.SetFilter(threadFilter(f.threadRE))
 		}
+		var ui tui.Source = src
+		run := eng.Run
+		if len(f.pids) > 1 {
+			// Several processes: one engine each, their snapshots
+			// merged at every poll (see fleet).
+			fl := newFleet(tr, &f, f.engineOptions(), sess)
+			closeTargets = func() error {
+				err := fl.closeTargets()
+				fl.close()
+				return err
+			}
+			for _, pid := range f.pids[1:] {
+				if _, err := fl.attach(pid); err != nil {
+					fmt.Fprintln(os.Stderr, "stacktop:", err)
+					return exitTopNothing
+				}
+			}
+			ui = fleetSource{fl: fl, filter: threadFilter(f.threadRE)}
+			run = func(ctx context.Context) error { return errors.Join(fl.run(ctx, false)...) }
+		}
 		engineDone := make(chan error, 1)
 		go func() {
-			err := eng.Run(ctx)
+			err := run(ctx)
 			if child != nil && ctx.Err() == nil {
 				// The target exited: say how, and keep the last data on screen.
 				if status, werr := child.wait(); werr == nil {
@@ -85,7 +106,7 @@ func runTop(args []string) int {
 		if f.idle {
 			mode = "wall-clock"
 		}
-		uiErr := tui.Run(ctx, src, tui.Options{Window: *window, Cumulative: *cumulative,
+		uiErr := tui.Run(ctx, ui, tui.Options{Window: *window, Cumulative: *cumulative,
 			SortByTotal: *sortTotal, Mode: mode, RateAsked: f.rate})
 		cancel()
 		engErr := <-engineDone

@@ -63,3 +63,45 @@ func TestTopHeaderAndThreadStacks(t *testing.T) {
 	tmux("send-keys", "-t", session, "q")
 	waitFor("stacktop to exit", func(s string) bool { return strings.Contains(s, "top-exited-0") })
 }
+
+// TestTopSeveralProcesses: top -p A,B --thread-name shows the matching
+// threads of both processes.
+func TestTopSeveralProcesses(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (scripts/install-test-deps.sh installs it)")
+	}
+	a, b := startThreadnames(t), startThreadnames(t)
+	session := fmt.Sprintf("stacktop-topmulti-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-x", "100", "-y", "24", "-s", session,
+		fmt.Sprintf(`%s top --idle -p %d,%d --thread-name '^hot$'; echo top-exited-$?; sleep 30`, stacktopBin, a.PID(), b.PID()))
+	defer exec.Command("tmux", "-L", session, "kill-server").Run()
+	tmux("send-keys", "-t", session, "3")
+	var s string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		s = tmux("capture-pane", "-p", "-t", session)
+		if strings.Count(s, " hot ") == 2 {
+			break
+		}
+	}
+	if n := strings.Count(s, " hot "); n != 2 || strings.Contains(s, " warm ") {
+		t.Errorf("threads view shows %d threads named hot (want one per process) or other threads:\n%s", n, s)
+	}
+	tmux("send-keys", "-t", session, "q")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline) && !strings.Contains(s, "top-exited-"); time.Sleep(100 * time.Millisecond) {
+		s = tmux("capture-pane", "-p", "-t", session)
+	}
+	if !strings.Contains(s, "top-exited-0") {
+		t.Errorf("top did not exit with 0:\n%s", s)
+	}
+	checkUntraced(t, a.PID())
+	checkUntraced(t, b.PID())
+}
