@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/export"
+	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
 )
@@ -139,6 +140,22 @@ func runRecord(args []string) int {
 		if nproc > 1 && !f.quiet {
 			fmt.Fprintf(os.Stderr, "stacktop: %d processes recorded into one profile\n", nproc)
 		}
+		// A command the launcher's shell could not exec (a script whose
+		// interpreter is missing, a binary of another architecture: what
+		// checkRunnable cannot see) ends with 126 or 127 before any exec.
+		// That is a start failure, not a recording: no file.
+		var status int
+		var waitErr error
+		waited := false
+		if child != nil && st.Exited && sess.target.Process().Execs() == 0 {
+			status, waitErr = child.wait()
+			waited = true
+			if waitErr == nil && (status == exitCmdNotFound || status == exitCmdNotExecutable) {
+				fmt.Fprintf(os.Stderr, "stacktop: cannot run %s: it could not be executed (exit status %d); no profile written\n",
+					procmaps.EscapeControl(cmdArgs[0]), status)
+				return status
+			}
+		}
 		xopts := export.Options{Threads: f.threads, Lines: f.lines}
 		werr := out.commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
 		if werr != nil {
@@ -147,7 +164,10 @@ func runRecord(args []string) int {
 		}
 		var exitMsg string
 		if child != nil {
-			status, err := child.wait()
+			err := waitErr
+			if !waited {
+				status, err = child.wait()
+			}
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
 				code = exitRecordCmdFail

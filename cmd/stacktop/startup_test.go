@@ -47,6 +47,26 @@ func TestStartErrors(t *testing.T) {
 			t.Errorf("record -- %s left %d files behind (%s...)", c.argv0, len(ents), ents[0].Name())
 		}
 	}
+
+	// Executable, but exec fails: the interpreter is missing. Only the
+	// exec itself can tell; still no file, and the shell's status.
+	script := filepath.Join(dir, "bad-interpreter")
+	if err := os.WriteFile(script, []byte("#!/nonexistent/interpreter\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out", "s.folded")
+	code, stderr := record(t, "-o", out, "--", script)
+	if code != 127 || !strings.Contains(stderr, "cannot run "+script) || !strings.Contains(stderr, "no profile written") {
+		t.Errorf("record -- %s: exit %d, stderr %q; want 127 and cannot run", script, code, stderr)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Errorf("record -- %s left %s behind", script, ents[0].Name())
+	}
+	// A command that execs and then exits 127 itself is a recording.
+	code, _ = record(t, "-q", "-o", out, "--", "/bin/sh", "-c", "exit 127")
+	if _, err := os.Stat(out); code != 127 || err != nil {
+		t.Errorf("sh -c 'exit 127': exit %d, file %v; want 127 and the profile written", code, err)
+	}
 }
 
 // TestRecordTIDNotOfTarget: --tid naming a thread of another process is

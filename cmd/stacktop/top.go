@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"stacktop/live"
+	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/tui"
 )
@@ -96,7 +97,11 @@ func runTop(args []string) int {
 			if child != nil && ctx.Err() == nil {
 				// The target exited: say how, and keep the last data on screen.
 				if status, werr := child.wait(); werr == nil {
-					src.SetExitMsg(fmt.Sprintf("%s exited with status %d", cmdArgs[0], status))
+					msg := fmt.Sprintf("%s exited with status %d", procmaps.EscapeControl(cmdArgs[0]), status)
+					if sess.target.Process().Execs() == 0 && (status == exitCmdNotFound || status == exitCmdNotExecutable) {
+						msg = fmt.Sprintf("cannot run %s: it could not be executed (exit status %d)", procmaps.EscapeControl(cmdArgs[0]), status)
+					}
+					src.SetExitMsg(msg)
 				}
 			}
 			engineDone <- err
