@@ -29,7 +29,15 @@ func Merge(ps ...*Profile) *Profile {
 		}
 		cmds = append(cmds, "pid "+strconv.Itoa(p.PID)+": "+p.Command)
 	}
-	out := New(ps[0].PID, strings.Join(cmds, "; "), start, ps[0].Period)
+	// A copy of the first keeps its settings (Period, and whatever else
+	// describes how the samples were taken); its contents start empty.
+	first := *ps[0]
+	out := &first
+	out.Command, out.Start = strings.Join(cmds, "; "), start
+	out.Stacks, out.Events, out.Threads = nil, nil, map[int]*Thread{}
+	out.Samples, out.Truncated, out.Missed, out.Errors = 0, 0, 0, 0
+	out.index, out.keyBuf, out.methods, out.uses = map[string]int32{}, nil, nil, nil
+	out.sealed, out.end = 0, 0
 	for _, p := range ps {
 		shift := p.Start.Sub(start)
 		ids := make([]int32, len(p.Stacks))
