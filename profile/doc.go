@@ -14,5 +14,9 @@
 // lets the terminal UI render without locks and without ever blocking the
 // sampler.
 //
+// Merge joins the snapshots of several processes' profiles into one
+// (record and top with several -p): each Thread keeps its process in PID.
+// SelectThreads keeps some threads of a snapshot (--thread-name).
+//
 // Stacks are leaf first, as in pprof: Frames[0] is the innermost frame.
 package profile

@@ -21,7 +21,9 @@
 // The model keeps the newest Status and the one shown (the same one unless
 // paused), the poll's clock, and the user's settings: view, sort column,
 // window or cumulative mode, a reset offset, a filter, the tree's fold
-// state. Whenever the shown snapshot or a setting changes, Update
+// state, and the thread in focus (Enter on the threads view: the tree and
+// the functions then count that thread's samples only). Functions sort by
+// self unless Options.SortByTotal. Whenever the shown snapshot or a setting changes, Update
 // aggregates the window once (profile.Aggregate, Functions, Tree) and
 // keeps the rows; View is a pure function of the model that only formats
 // them, with no I/O and no clock, which is what lets the tests drive the
