@@ -23,11 +23,12 @@
 // window or cumulative mode, a reset offset, a filter, the tree's fold
 // state, and the thread in focus (Enter on the threads view: the tree and
 // the functions then count that thread's samples only). Functions sort by
-// self unless Options.SortByTotal. Whenever the shown snapshot or a setting changes, Update
-// aggregates the window once (profile.Aggregate, Functions, Tree) and
-// keeps the rows; View is a pure function of the model that only formats
-// them, with no I/O and no clock, which is what lets the tests drive the
-// model with synthetic messages and check its output.
+// self unless Options.SortByTotal. Whenever the shown snapshot or a
+// setting changes, Update aggregates the window once (profile.Aggregate,
+// Functions, Tree) and keeps the rows; View is a pure function of the
+// model that only formats them, with no I/O and no clock, which is what
+// lets the tests drive the model with synthetic messages and check its
+// output.
 //
 // The window is the last Options.Window of samples, ending at the newest
 // sample (not the wall clock), so a paused or exited target keeps its last
