@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -71,6 +72,8 @@ func commandDocs() ([]commandDoc, error) {
 		d := commandDoc{name: c.name, brief: c.brief}
 		if c.name != "completion" && c.name != "version" {
 			cmd := exec.Command(self, c.name, "-h")
+			// Not profiling itself over the caller's profile.
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "STACKTOP_CPUPROFILE=") })
 			var help bytes.Buffer
 			cmd.Stderr = &help
 			if err := cmd.Run(); err != nil {
