@@ -82,6 +82,9 @@ func runRecord(args []string) int {
 		return code
 	}
 	format, output, err := chooseOutput(f.format, f.output)
+	if err == nil && f.lines && format != export.FormatFolded {
+		err = fmt.Errorf("--lines names the frames of folded output; the output is %v (pprof carries lines anyway)", format)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage

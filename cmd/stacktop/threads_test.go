@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -240,5 +241,32 @@ func TestDumpThreadName(t *testing.T) {
 	}
 	r = stacktop(t, "dump", "-p", pid, "--thread-name", "^nothing$")
 	checkAttachFailure(t, r, "no thread of process "+pid+" has a name matching")
+	checkUntraced(t, tg.PID())
+}
+
+// TestRecordLines: --lines names folded frames "func (file:line)" on a
+// program built with -g; it is refused for formats it does not apply to.
+func TestRecordLines(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "cxxinline-sframe3")
+	dir := t.TempDir()
+	out := filepath.Join(dir, "lines.folded")
+	code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--lines", "--duration", "2s", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	withLine := regexp.MustCompile(`^[^;]+ \([^;():]+\.cc:\d+\)$`)
+	found := false
+	for stack := range parseFolded(t, out) {
+		for _, fr := range strings.Split(stack, ";") {
+			found = found || withLine.MatchString(fr)
+		}
+	}
+	if !found {
+		t.Errorf("no frame named \"func (file.cc:line)\" in %v", parseFolded(t, out))
+	}
+	if code, _ := record(t, "-p", strconv.Itoa(tg.PID()), "--lines", "-o", filepath.Join(dir, "x.svg")); code != exitUsage {
+		t.Errorf("--lines with svg output: exit %d, want %d", code, exitUsage)
+	}
 	checkUntraced(t, tg.PID())
 }
