@@ -185,6 +185,16 @@ func parseSpeedscope(t *testing.T, path string) splitCounts {
 	if err := json.Unmarshal(b, &doc); err != nil {
 		t.Fatal(err)
 	}
+	// Weights are nanoseconds (samples x period): the smallest is one
+	// period, so dividing by it counts samples again.
+	unit := 0.0
+	for _, p := range doc.Profiles {
+		for _, w := range p.Weights {
+			if w > 0 && (unit == 0 || w < unit) {
+				unit = w
+			}
+		}
+	}
 	c := splitCounts{}
 	for _, p := range doc.Profiles {
 		for i, s := range p.Samples {
@@ -193,8 +203,8 @@ func parseSpeedscope(t *testing.T, path string) splitCounts {
 				names = append(names, doc.Shared.Frames[fi].Name)
 			}
 			w := int64(1)
-			if i < len(p.Weights) {
-				w = int64(p.Weights[i])
+			if i < len(p.Weights) && unit > 0 {
+				w = int64(p.Weights[i]/unit + 0.5)
 			}
 			c[strings.Join(names, ";")] += w
 		}
