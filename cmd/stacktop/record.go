@@ -53,7 +53,6 @@ type recordFlags struct {
 	quiet    bool
 	threads  bool
 	lines    bool
-	subprocs bool
 }
 
 func runRecord(args []string) int {
@@ -66,7 +65,6 @@ func runRecord(args []string) int {
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
 	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
 	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
-	fs.BoolVar(&f.subprocs, "subprocesses", false, "also record the children the processes create while recorded, until they exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()

@@ -21,6 +21,7 @@ type samplingFlags struct {
 	rate        float64
 	idle        bool
 	stackWindow int
+	subprocs    bool
 
 	tids     []int          // parsed from tidList by check
 	threadRE *regexp.Regexp // compiled from threadName by check; nil: all
@@ -30,6 +31,7 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.pids, "p", "process to "+verb+" (PID; a comma-separated list, or repeat -p, for several)")
 	fs.StringVar(&f.tidList, "tid", "", verb+" only these threads (comma-separated TIDs)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
+	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
 	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 	fs.IntVar(&f.stackWindow, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")

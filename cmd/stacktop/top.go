@@ -37,8 +37,8 @@ func runTop(args []string) int {
 		fs.PrintDefaults()
 	}
 	cmdArgs, code, ok := f.parse(fs, args, func() bool {
-		if f.tidList != "" && len(f.pids) > 1 {
-			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p")
+		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
+			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p or --subprocesses")
 			return false
 		}
 		return *window > 0
@@ -73,7 +73,7 @@ func runTop(args []string) int {
 		}
 		var ui tui.Source = src
 		run := eng.Run
-		if len(f.pids) > 1 {
+		if len(f.pids) > 1 || f.subprocs {
 			// Several processes: one engine each, their snapshots
 			// merged at every poll (see fleet).
 			fl := newFleet(tr, &f, f.engineOptions(), sess)
@@ -82,14 +82,14 @@ func runTop(args []string) int {
 				fl.close()
 				return err
 			}
-			for _, pid := range f.pids[1:] {
+			for _, pid := range f.pids[min(1, len(f.pids)):] {
 				if _, err := fl.attach(pid); err != nil {
 					fmt.Fprintln(os.Stderr, "stacktop:", err)
 					return exitTopNothing
 				}
 			}
 			ui = fleetSource{fl: fl, filter: threadFilter(f.threadRE)}
-			run = func(ctx context.Context) error { return errors.Join(fl.run(ctx, false)...) }
+			run = func(ctx context.Context) error { return errors.Join(fl.run(ctx, f.subprocs)...) }
 		}
 		engineDone := make(chan error, 1)
 		go func() {

@@ -105,3 +105,42 @@ func TestTopSeveralProcesses(t *testing.T) {
 	checkUntraced(t, a.PID())
 	checkUntraced(t, b.PID())
 }
+
+// TestTopSubprocesses: top --subprocesses -- CMD shows the threads of a
+// child the command starts after the attach.
+func TestTopSubprocesses(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux not installed (scripts/install-test-deps.sh installs it)")
+	}
+	bin := threadnames(t)
+	session := fmt.Sprintf("stacktop-topsub-%d", os.Getpid())
+	tmux := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tmux %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	tmux("new-session", "-d", "-x", "100", "-y", "24", "-s", session,
+		fmt.Sprintf(`%s top --idle --subprocesses -- /bin/sh -c 'sleep 0.3; "$0" 4' %s; echo top-exited-$?; sleep 30`, stacktopBin, bin))
+	defer exec.Command("tmux", "-L", session, "kill-server").Run()
+	tmux("send-keys", "-t", session, "3")
+	var s string
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+		if s = tmux("capture-pane", "-p", "-t", session); strings.Contains(s, " waker ") {
+			break
+		}
+	}
+	if !strings.Contains(s, " hot ") || !strings.Contains(s, " waker ") {
+		t.Errorf("the child's threads are not shown:\n%s", s)
+	}
+	tmux("send-keys", "-t", session, "q")
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !strings.Contains(s, "top-exited-"); time.Sleep(100 * time.Millisecond) {
+		s = tmux("capture-pane", "-p", "-t", session)
+	}
+	if !strings.Contains(s, "top-exited-0") {
+		t.Errorf("top did not exit with 0:\n%s", s)
+	}
+}
