@@ -66,7 +66,7 @@ func runRecord(args []string) int {
 	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
 	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID[,PID...] [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
 	cmdArgs, code, ok := f.parse(fs, args, func() bool {
