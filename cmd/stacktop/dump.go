@@ -27,7 +27,9 @@ func runDump(args []string) int {
 	tid := fs.Int("tid", 0, "dump only this thread")
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in the README)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
-	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	window := new(int)
+	*window = sampler.DefaultStackWindow
+	fs.Var(sizeValue{window}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
@@ -44,6 +46,12 @@ func runDump(args []string) int {
 	if *pid <= 0 || fs.NArg() != 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if err := checkFlags(
+		checkInt("tid", *tid, 0, maxPID),
+		checkSize("stack-window", *window, maxStackWindow()),
+	); err != nil {
+		return reportUsage(fs, err)
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{

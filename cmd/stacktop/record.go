@@ -64,7 +64,9 @@ func runRecord(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool { return f.duration >= 0 })
+	cmdArgs, code, ok := f.parse(fs, args, func() error {
+		return checkDuration("duration", f.duration, maxDuration, flagGiven(fs, "duration"))
+	})
 	if !ok {
 		return code
 	}

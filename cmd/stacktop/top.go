@@ -34,7 +34,9 @@ func runTop(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool { return *window > 0 })
+	cmdArgs, code, ok := f.parse(fs, args, func() error {
+		return checkDuration("window", *window, maxDuration, true)
+	})
 	if !ok {
 		return code
 	}
