@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,66 +181,6 @@ func parseTIDs(s string) ([]int, error) {
 		tids = append(tids, tid)
 	}
 	return tids, nil
-}
-
-// outputFile is written to a temporary file next to the destination and
-// renamed over it only once complete, so an interrupted stacktop never
-// leaves a truncated profile under the requested name. It is created
-// before sampling starts, so an unwritable destination fails at once.
-type outputFile struct {
-	path string
-	tmp  *os.File // nil for stdout
-	done bool
-}
-
-func createOutput(path string) (*outputFile, error) {
-	if path == "-" {
-		return &outputFile{path: path}, nil
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	return &outputFile{path: path, tmp: tmp}, nil
-}
-
-func (o *outputFile) commit(write func(io.Writer) error) error {
-	if o.tmp == nil {
-		bw := bufio.NewWriter(os.Stdout)
-		if err := write(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}
-	bw := bufio.NewWriter(o.tmp)
-	err := write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := o.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(o.tmp.Name(), o.path)
-	}
-	if err != nil {
-		os.Remove(o.tmp.Name())
-		return fmt.Errorf("writing %s: %w", o.path, err)
-	}
-	o.done = true
-	return nil
-}
-
-// abandon removes the temporary file if commit did not run.
-func (o *outputFile) abandon() {
-	if o.tmp != nil && !o.done {
-		o.tmp.Close()
-		os.Remove(o.tmp.Name())
-	}
 }
 
 func isTerminal(f *os.File) bool {
