@@ -12,6 +12,8 @@
 package main
 
 import (
+	_ "earlytty" // before Bubble Tea's init: no 5 s terminal query (see its doc)
+
 	"fmt"
 	"os"
 	"runtime/pprof"

@@ -79,6 +79,9 @@ func runTop(args []string) int {
 		code := exitTopOK
 		var pe *tui.PanicError
 		switch {
+		case errors.Is(uiErr, tui.ErrHangup):
+			// Nobody may read this; a log that stderr goes to will.
+			fmt.Fprintln(os.Stderr, "stacktop: the terminal hung up; detaching from the target")
 		case errors.As(uiErr, &pe):
 			fmt.Fprintf(os.Stderr, "stacktop: the terminal UI failed: %v\n%s", pe.Value, pe.Stack)
 			code = exitTopUI
