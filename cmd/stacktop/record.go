@@ -90,6 +90,11 @@ func runRecord(args []string) int {
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
 		opts := f.engineOptions()
 		opts.Duration = f.duration
+		if format != export.FormatSpeedscope {
+			// Only speedscope draws the timeline; the other formats need
+			// totals, so a long recording folds its old samples.
+			opts.Timeline = time.Minute
+		}
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
