@@ -17,6 +17,8 @@ import (
 	"testing"
 
 	"github.com/go-delve/delve/pkg/dwarf/frame"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // testBinaries are real objects whose CFI is compared with readelf's.
@@ -427,6 +429,7 @@ func firstRecords(data []byte, n int) []byte {
 }
 
 func FuzzCFI(f *testing.F) {
+	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
 	for _, p := range []string{filepath.Join("..", "testdata", "targets", "bin", "chains-sframe2")} {
 		if _, err := os.Stat(p); err == nil {
 			data, _ := ehFrame(f, p)

@@ -7,12 +7,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // FuzzLines feeds mutated .debug_info/.debug_abbrev/.debug_line bytes
 // (seeded from a tiny program with one inlined call) through the unit index
 // and lookups: errors are fine, panics are not.
 func FuzzLines(f *testing.F) {
+	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
 	bin := buildTiny(f)
 	ef, err := elf.Open(bin)
 	if err != nil {

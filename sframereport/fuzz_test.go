@@ -5,6 +5,8 @@ import (
 	"io"
 	"path/filepath"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // FuzzInspect feeds arbitrary bytes through everything the inspector does
@@ -12,6 +14,7 @@ import (
 // three renderings. Bad input must give a status and an error, never a
 // panic.
 func FuzzInspect(f *testing.F) {
+	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
 	f.Add(buildExec(v2Section(0x2000, 0x1000), holeSyms))
 	f.Add(buildExec(nil, holeSyms))
 	// Only these built, small executables: the fixture files (2-5 KB)

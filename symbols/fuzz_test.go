@@ -5,12 +5,15 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // FuzzLoad feeds arbitrary bytes through elf.NewFile, Load and Lookup.
 // Load may reject the input, but must not panic, and what it accepts must
 // keep the table's invariants.
 func FuzzLoad(f *testing.F) {
+	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
 	// Seeds of a few hundred bytes, built here, not the 16 KB test
 	// programs: the fuzzer minimises every input that finds new code, at
 	// a cost quadratic in its size, and the test programs kept it
