@@ -219,6 +219,10 @@ func (o *outputFile) commit(write func(io.Writer) error) error {
 	o.done = true
 	if err != nil {
 		o.removeTemp()
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // "write /dev/full: ..." would name the file twice
+		}
 		return fmt.Errorf("writing %s: %w", o.path, err)
 	}
 	return nil
