@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 func TestParseMapsLines(t *testing.T) {
@@ -183,6 +185,7 @@ func TestReadMapsSelf(t *testing.T) {
 }
 
 func FuzzParseMaps(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add([]byte("55af275b6000-55af275bc000 r-xp 00002000 fe:00 247278                     /usr/bin/head\n"))
 	f.Add([]byte("400000-401000 r-xp 00000000 103:02 99 /tmp/a b (deleted)\n7ffd3a1c6000-7ffd3a1e7000 rw-p 00000000 00:00 0 [stack]\n"))
 	f.Add([]byte("1000-2000 rwxp 0 00:00 0\n"))

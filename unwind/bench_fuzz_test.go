@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"stacktop/internal/fuzzbudget"
 	"stacktop/regs"
 	"stacktop/sframe"
 )
@@ -106,6 +107,7 @@ var fuzzRows = []sframe.Row{
 // increasing across callers, end either Complete or with a *StepError,
 // and only report callers inside a module.
 func FuzzWalk(f *testing.F) {
+	fuzzbudget.Limit(f)
 	// Seeds hold only the used top of each 4 KB fake stack (the body
 	// places a short stack at the top of the window): the fuzzer minimises
 	// every input that finds new code, at a cost quadratic in its size,

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata snapshots made from fixtures")
@@ -149,6 +151,7 @@ func TestReadSnapshotRejects(t *testing.T) {
 // FuzzReadSnapshot: any bytes either fail to read with ErrSnapshot or give
 // a snapshot whose replay ends without panicking.
 func FuzzReadSnapshot(f *testing.F) {
+	fuzzbudget.Limit(f)
 	// Only a small seed: a whole captured snapshot (kilobytes of JSON
 	// with its .sframe) kept the fuzzer minimising (cost quadratic in the
 	// input's size) instead of fuzzing; the replay tests cover it.

@@ -6,8 +6,9 @@
 // quadratic in the input's size. For targets whose inputs are structured
 // binaries (an ELF file, a CFI section: a few hundred bytes at the least)
 // that left the fuzzer minimising most of the time: 3 to 40 executions in
-// a 5 s run. Limit sets a short budget for such targets unless the command
-// line gave one.
+// a 5 s run; text targets did the same with the multi-kilobyte inputs left
+// in the fuzz cache by earlier runs. Every Fuzz target of the module calls
+// Limit, which sets a short budget unless the command line gave one.
 //
 // The coordinating process reads the flag when the target calls f.Fuzz,
 // so Limit must be called in the Fuzz function before that.

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 func TestParseFrame(t *testing.T) {
@@ -209,6 +211,7 @@ func firstThreads(out []byte, n int) []byte {
 }
 
 func FuzzParse(f *testing.F) {
+	fuzzbudget.Limit(f)
 	for _, name := range []string{"chains-sframe3.gdb.txt", "chains-fp-nodebug.gdb.txt"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
