@@ -27,7 +27,7 @@ while kill -0 "$st" 2>/dev/null; do
 	kb=$(awk '/^VmRSS:/ { print $2 }' "/proc/$st/status" 2>/dev/null || true)
 	[ -n "$kb" ] || break
 	t=$(( $(date +%s) - start ))
-	mb=$(grep -o -- '->[0-9]* MB' "$work/gc.log" | tail -1 | tr -dc '0-9')
+	mb=$( (grep -o -- '->[0-9]* MB' "$work/gc.log" || true) | tail -1 | tr -dc '0-9')
 	ts+=("$t")
 	rss+=("$kb")
 	live+=("${mb:-0}")
