@@ -84,3 +84,36 @@ func (p *Profile) maybeFold() {
 	p.sealed = max(p.sealed-c, 0)
 	p.foldLook = len(p.Events)
 }
+
+// Minus returns the samples of a that base does not hold, where base is
+// the whole-profile aggregate (Aggregate(0)) of an earlier snapshot of the
+// same profile: exactly the samples taken since that snapshot, however
+// much of the timeline was folded in between (Aggregate(from) cannot tell
+// the folded samples' times apart). This is how top's "since reset" stays
+// exact on a folded profile. a is modified and returned.
+func (a *Aggregate) Minus(base *Aggregate) *Aggregate {
+	for id, n := range base.Counts {
+		if id < len(a.Counts) {
+			a.Counts[id] -= n
+		}
+	}
+	a.Total -= base.Total
+	for tid, n := range base.ThreadCounts {
+		if a.ThreadCounts[tid] -= n; a.ThreadCounts[tid] == 0 {
+			delete(a.ThreadCounts, tid)
+		}
+	}
+	for tid, stacks := range base.ThreadStacks {
+		m := a.ThreadStacks[tid]
+		for id, n := range stacks {
+			if m[id] -= n; m[id] == 0 {
+				delete(m, id)
+			}
+		}
+		if len(m) == 0 {
+			delete(a.ThreadStacks, tid)
+		}
+	}
+	a.From = base.To
+	return a
+}

@@ -64,6 +64,13 @@ func TestKeepTimelineBoundsEvents(t *testing.T) {
 			t.Errorf("Aggregate(%v) differs with folding: total %d vs %d", from, a.Total, b.Total)
 		}
 	}
+	// "Since an early snapshot" by subtraction is exact on the folded
+	// profile: it matches Aggregate(from) of the full one.
+	from := early.Duration() + time.Nanosecond
+	a, b := full.Aggregate(from), kept.Aggregate(0).Minus(early.Aggregate(0))
+	if a.Total != b.Total || !reflect.DeepEqual(a.ThreadCounts, b.ThreadCounts) {
+		t.Errorf("since the early snapshot: %d samples from the full profile, %d by subtraction", a.Total, b.Total)
+	}
 	// A snapshot taken before the folds is untouched by them.
 	if again := early.Aggregate(0); !reflect.DeepEqual(again, earlyAgg) {
 		t.Error("an early snapshot changed after later folds")

@@ -42,12 +42,19 @@ func windowStart(p *profile.Profile, cumulative bool, window, since time.Duratio
 	return from
 }
 
-// derive aggregates p from from and applies the filter: functions whose
+// derive aggregates p from from (or, given base, the aggregate at a reset,
+// everything since base) and applies the filter: functions whose
 // name or module does not contain it are hidden; the tree keeps only the
 // stacks with a matching frame; a thread stays if its name or latest stack
 // matches. Percentages stay relative to the unfiltered window total.
-func derive(p *profile.Profile, from time.Duration, filter string, bySelf bool) viewData {
-	a := p.Aggregate(from)
+func derive(p *profile.Profile, from time.Duration, base *profile.Aggregate, filter string, bySelf bool) viewData {
+	var a *profile.Aggregate
+	if base != nil {
+		a = p.Aggregate(0).Minus(base) // since the reset (see model.resetBase)
+		a.From = from
+	} else {
+		a = p.Aggregate(from)
+	}
 	d := viewData{from: from, to: a.To, total: a.Total, matched: a.Total}
 	needle := strings.ToLower(filter)
 

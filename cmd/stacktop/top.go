@@ -51,7 +51,12 @@ func runTop(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
 		}
-		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, f.engineOptions())
+		opts := f.engineOptions()
+		// The UI aggregates the last --window, everything, or everything
+		// since a reset (by subtraction): older events can be folded, so
+		// memory stays bounded on long sessions.
+		opts.Timeline = *window
+		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, opts)
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
