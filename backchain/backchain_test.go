@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"stacktop/internal/fuzzbudget"
 	"stacktop/regs"
 	"stacktop/unwind"
 )
@@ -214,6 +215,7 @@ func TestLoopStops(t *testing.T) {
 // FuzzStep: any stack contents and registers give a caller or an error,
 // never a panic, and a caller always has a valid SP.
 func FuzzStep(f *testing.F) {
+	fuzzbudget.Limit(f)
 	s := newStack(low, 0x400)
 	f.Add(s.mem, uint64(low+0x100), uint64(textLo), uint64(textLo+2), true)
 	f.Fuzz(func(t *testing.T, mem []byte, sp, pc, r14 uint64, topmost bool) {

@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 func TestParseDebugLink(t *testing.T) {
@@ -86,6 +88,7 @@ func TestDebugLinkObjcopy(t *testing.T) {
 }
 
 func FuzzDebugLink(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add([]byte("libc.so.6.debug\x00\x01\x02\x03\x04"))
 	f.Add([]byte("a\x00\x00\x00\x01\x02\x03\x04"))
 	f.Add([]byte{})

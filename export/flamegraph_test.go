@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"stacktop/internal/fuzzbudget"
 	"stacktop/profile"
 )
 
@@ -256,6 +257,7 @@ func TestFlameGraphEmpty(t *testing.T) {
 // FuzzFlameGraphName checks any symbol name, which comes from untrusted
 // ELF files, gives valid XML in which the name reads back.
 func FuzzFlameGraphName(f *testing.F) {
+	fuzzbudget.Limit(f)
 	for _, s := range []string{"main", "a<b>&c\"d'", "]]>", "\x00\xff", "\r\n\t", "x (3 samples, 1%)"} {
 		f.Add(s)
 	}

@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // note encodes one ELF note padded to pad bytes.
@@ -66,6 +68,7 @@ func TestFindBuildIDNote(t *testing.T) {
 }
 
 func FuzzFindBuildIDNote(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add(note(binary.LittleEndian, "GNU\x00", 3, []byte{1, 2, 3, 4}, 4), uint8(4))
 	f.Add(append(note(binary.LittleEndian, "GNU\x00", 5, make([]byte, 12), 8), note(binary.LittleEndian, "GNU\x00", 3, []byte{9}, 8)...), uint8(8))
 	f.Fuzz(func(t *testing.T, b []byte, align uint8) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // statLine builds a 52-field stat line with the given comm and state and
@@ -103,6 +105,7 @@ func TestParseSchedstat(t *testing.T) {
 }
 
 func FuzzParseStat(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add([]byte(statLine("42", "a) (b", "S")))
 	f.Add([]byte("1 (x) S 1 2 3"))
 	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
@@ -124,6 +127,7 @@ func FuzzParseStat(f *testing.F) {
 }
 
 func FuzzParseSchedstat(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add([]byte("123456789 42 17\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if _, err := ParseSchedstat(b); err != nil {
@@ -352,6 +356,7 @@ func TestReadStatFlagsKernelThread(t *testing.T) {
 }
 
 func FuzzParseStatus(f *testing.F) {
+	fuzzbudget.Limit(f)
 	if b, err := os.ReadFile("testdata/status-sleep.txt"); err == nil {
 		f.Add(b)
 	}

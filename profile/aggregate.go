@@ -33,6 +33,14 @@ func (p *Profile) Aggregate(from time.Duration) *Aggregate {
 		From:         from,
 		To:           p.Duration(),
 	}
+	if from < p.FoldedUntil {
+		// Folded samples are all before FoldedUntil. Exact for from <= 0;
+		// a window reaching back into the folded part counts all of it
+		// (KeepTimeline's d bounds the windows asked for).
+		for _, f := range p.Folded {
+			a.add(int(f.TID), f.Stack, f.Weight)
+		}
+	}
 	first := 0
 	if from > 0 {
 		first = sort.Search(len(p.Events), func(i int) bool { return p.Events[i].Time >= from-RunLimit })
@@ -42,18 +50,21 @@ func (p *Profile) Aggregate(from time.Duration) *Aggregate {
 		if w == 0 {
 			continue
 		}
-		a.Counts[e.Stack] += w
-		a.Total += w
-		tid := int(e.TID)
-		a.ThreadCounts[tid] += w
-		m := a.ThreadStacks[tid]
-		if m == nil {
-			m = map[int32]int64{}
-			a.ThreadStacks[tid] = m
-		}
-		m[e.Stack] += w
+		a.add(int(e.TID), e.Stack, w)
 	}
 	return a
+}
+
+func (a *Aggregate) add(tid int, stack int32, w int64) {
+	a.Counts[stack] += w
+	a.Total += w
+	a.ThreadCounts[tid] += w
+	m := a.ThreadStacks[tid]
+	if m == nil {
+		m = map[int32]int64{}
+		a.ThreadStacks[tid] = m
+	}
+	m[stack] += w
 }
 
 // FunctionStat is one function's share of an aggregate. Self counts samples

@@ -6,7 +6,11 @@
 // profile of a long recording costs one small Event per sample plus one copy
 // of each distinct stack; a thread that did not run between ticks (Repeat)
 // extends its last Event instead, so under --idle a thousand sleeping
-// threads cost a thousand Events per RunLimit, not per tick.
+// threads cost a thousand Events per RunLimit, not per tick. A profile told
+// to KeepTimeline(d) folds events older than d into per-thread, per-stack
+// sums (Folded), so a long recording's memory stops growing with its
+// length; totals stay exact, and Aggregate.Minus gives "since an earlier
+// snapshot" exactly.
 //
 // Lifecycle: New, then Add from one goroutine (the sampler). Readers on other
 // goroutines never touch a live Profile: they take a Snapshot, an immutable

@@ -95,6 +95,10 @@ type Profile struct {
 	Stacks  [][]Frame // interned, leaf first
 	Events  []Event
 	Threads map[int]*Thread
+	// Folded holds the samples of events folded out of the timeline, all
+	// before FoldedUntil (see KeepTimeline); empty unless KeepTimeline.
+	Folded      []FoldedCount
+	FoldedUntil time.Duration
 
 	// Counters the sampler maintains and the outputs report.
 	Samples   int64 // stacks added (sum of weights)
@@ -113,6 +117,9 @@ type Profile struct {
 	// deep its stack (see MethodFrames).
 	methods [][]methodCount
 	uses    []int64
+	// keep is KeepTimeline's d; foldLook is len(Events) at the last look.
+	keep     time.Duration
+	foldLook int
 }
 
 type methodCount struct {
@@ -208,6 +215,7 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 	} else {
 		th.run = int32(len(p.Events))
 		p.Events = append(p.Events, Event{Time: at, TID: int32(th.TID), Stack: th.LastStack, Weight: int32(w)})
+		defer p.maybeFold() // after the counters below, which it does not read
 	}
 	p.end = max(p.end, at)
 	th.Samples += w

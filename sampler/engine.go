@@ -38,6 +38,11 @@ type EngineOptions struct {
 	Idle bool
 	TIDs []int // sample only these threads; nil means all
 	Seed uint64
+	// Timeline, if positive, keeps only that much of the profile's
+	// timeline and folds older samples into per-thread, per-stack sums
+	// (profile.KeepTimeline): memory bounded on long runs, for outputs
+	// that need only totals. 0 keeps the whole timeline.
+	Timeline time.Duration
 }
 
 // Engine samples one Target periodically into a profile.Profile. Run drives
@@ -155,6 +160,7 @@ func NewEngine(t *Target, opts EngineOptions) *Engine {
 	e.st.interrupts = map[int]int64{}
 	e.start = time.Now()
 	e.prof = profile.New(t.PID, procmaps.Cmdline(t.PID), e.start, e.period)
+	e.prof.KeepTimeline(opts.Timeline)
 	return e
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // FuzzParseLookup feeds arbitrary bytes through Parse and, when they parse,
@@ -12,6 +14,7 @@ import (
 // once accepted, nothing may fail with anything but ErrNoFunc/ErrNoRow,
 // because Parse promised the whole table is sound.
 func FuzzParseLookup(f *testing.F) {
+	fuzzbudget.Limit(f)
 	for _, b := range [][]byte{v3Example, v3FlexRAUndefined, v3FlexDRAP} {
 		f.Add(b, uint64(0x2130), uint64(0x1129))
 	}

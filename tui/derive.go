@@ -45,14 +45,22 @@ func windowStart(p *profile.Profile, cumulative bool, window, since time.Duratio
 	return from
 }
 
-// derive aggregates p from from and applies the filter: functions whose
+// derive aggregates p from from (or, given base, the aggregate at a reset,
+// everything since base) and applies the filter: functions whose
 // name or module does not contain it are hidden; the tree keeps only the
 // stacks with a matching frame; a thread stays if its name or latest stack
 // matches. Percentages stay relative to the unfiltered window total.
 // A focus TID restricts the functions and the tree to that thread's
 // samples (its stacks), their percentages then of the thread's samples.
-func derive(p *profile.Profile, from time.Duration, filter string, bySelf bool, focus int) viewData {
-	all := p.Aggregate(from)
+// A non-nil base is the aggregate at a reset: the view is what came since.
+func derive(p *profile.Profile, from time.Duration, base *profile.Aggregate, filter string, bySelf bool, focus int) viewData {
+	var all *profile.Aggregate
+	if base != nil {
+		all = p.Aggregate(0).Minus(base) // since the reset (see model.resetBase)
+		all.From = from
+	} else {
+		all = p.Aggregate(from)
+	}
 	a := all
 	if focus != 0 {
 		fc := *all

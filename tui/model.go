@@ -9,6 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
+
+	"stacktop/profile"
 )
 
 type viewKind int
@@ -55,6 +57,9 @@ type model struct {
 	// (Enter on the threads view); 0 is every thread.
 	focus     int
 	focusName string
+	// resetBase is Aggregate(0) at the reset: "since reset" subtracts it,
+	// exact even once old samples are folded (see recompute).
+	resetBase *profile.Aggregate
 
 	filter  string // applied filter
 	editing bool   // the filter line has the keyboard
@@ -226,6 +231,7 @@ func (m model) key(msg tea.KeyMsg) (tea.Model, tea.Cmd) {
 			// Samples stamped after the newest one shown; Aggregate
 			// takes events at or after its start.
 			m.since = p.Duration() + time.Nanosecond
+			m.resetBase = p.Aggregate(0)
 			m.recompute()
 		}
 	case key.Matches(msg, k.Filter):
@@ -300,7 +306,11 @@ func (m *model) recompute() {
 		return
 	}
 	from := windowStart(p, m.cumulative, m.opt.Window, m.since)
-	m.data = derive(p, from, m.filter, m.bySelf, m.focus)
+	var base *profile.Aggregate
+	if m.since > 0 && from == m.since {
+		base = m.resetBase
+	}
+	m.data = derive(p, from, base, m.filter, m.bySelf, m.focus)
 	m.reflowTree()
 }
 

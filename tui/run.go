@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"sync"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/muesli/termenv"
+	"golang.org/x/sys/unix"
 )
 
 // PanicError is what Run returns when the UI (or the Source, called from
@@ -80,6 +83,14 @@ func Run(ctx context.Context, src Source, opt Options) (err error) {
 	if out == nil {
 		out = os.Stdout
 	}
+	var in io.Reader = os.Stdin
+	if opt.Input != nil {
+		in = opt.Input
+	}
+	ctx, hungUp := context.WithCancelCause(ctx)
+	defer hungUp(nil)
+	go watchHangup(ctx, []any{in, out}, func() { hungUp(ErrHangup) })
+
 	m := newModel(src, opt, termenv.NewOutput(out).EnvColorProfile())
 	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out)}
 	if opt.Input != nil {
@@ -98,7 +109,51 @@ func Run(ctx context.Context, src Source, opt Options) (err error) {
 	case err == nil, errors.Is(err, tea.ErrInterrupted):
 		return nil
 	case ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) && !errors.Is(err, tea.ErrProgramPanic):
+		if errors.Is(context.Cause(ctx), ErrHangup) {
+			return ErrHangup
+		}
 		return ctx.Err()
 	}
 	return fmt.Errorf("tui: %w", err)
+}
+
+// ErrHangup is what Run returns when the terminal went away: its pty was
+// closed (terminal window closed, ssh connection dropped) or its input
+// reached end of file.
+var ErrHangup = errors.New("tui: the terminal hung up")
+
+// hangupPoll is how often watchHangup looks at the terminal; it bounds how
+// long the UI outlives its terminal.
+const hangupPoll = 200 * time.Millisecond
+
+// watchHangup calls hangup once any of files that is an *os.File reports a
+// hang-up, an error or a closed pipe, and returns when ctx is done.
+//
+// Bubble Tea alone would run on: a hung-up tty reads as end of file, which
+// its input loop takes as "no more keys", and writes fail unseen. SIGHUP
+// reaches only the session leader and the terminal's foreground process
+// group, so a stacktop started any other way (setsid, a pty handed to a
+// child) never hears of it and would keep the target traced.
+func watchHangup(ctx context.Context, files []any, hangup func()) {
+	var fds []unix.PollFd
+	for _, f := range files {
+		if f, ok := f.(*os.File); ok {
+			fds = append(fds, unix.PollFd{Fd: int32(f.Fd())})
+		}
+	}
+	if len(fds) == 0 {
+		return
+	}
+	for ctx.Err() == nil {
+		_, err := unix.Poll(fds, int(hangupPoll/time.Millisecond))
+		if err != nil && err != unix.EINTR {
+			return
+		}
+		for _, fd := range fds {
+			if fd.Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+				hangup()
+				return
+			}
+		}
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"stacktop/internal/fuzzbudget"
 	"stacktop/regs"
 	"stacktop/sframe"
 )
@@ -106,12 +107,18 @@ var fuzzRows = []sframe.Row{
 // increasing across callers, end either Complete or with a *StepError,
 // and only report callers inside a module.
 func FuzzWalk(f *testing.F) {
+	fuzzbudget.Limit(f)
+	// Seeds hold only the used top of each 4 KB fake stack (the body
+	// places a short stack at the top of the window): the fuzzer minimises
+	// every input that finds new code, at a cost quadratic in its size,
+	// and whole 4 KB stacks kept it minimising instead of fuzzing.
+	used := func(mem []byte, sp uint64) []byte { return mem[min(sp-stackLow, uint64(len(mem))):] }
 	s, r, _ := amd64Program(8)
-	f.Add(s.mem, uint8(0), r.PC-rt(0), r.SP()-stackLow, r.FP()-stackLow, uint64(0), []byte{0, 1, 2, 3})
+	f.Add(used(s.mem, r.SP()), uint8(0), r.PC-rt(0), r.SP()-stackLow, r.FP()-stackLow, uint64(0), []byte{0, 1, 2, 3})
 	s, r, _ = arm64Program(false, true)
-	f.Add(s.mem, uint8(1), r.PC, r.SP()-stackLow, r.FP()-stackLow, uint64(pacMask), []byte{5, 6, 7, 8})
+	f.Add(used(s.mem, r.SP()), uint8(1), r.PC, r.SP()-stackLow, r.FP()-stackLow, uint64(pacMask), []byte{5, 6, 7, 8})
 	s, r, _ = s390Program(6)
-	f.Add(s.mem, uint8(2), r.PC, r.SP()-stackLow, r.FP()-stackLow, uint64(0), []byte{9, 10, 11, 4})
+	f.Add(used(s.mem, r.SP()), uint8(2), r.PC, r.SP()-stackLow, r.FP()-stackLow, uint64(0), []byte{9, 10, 11, 4})
 	f.Fuzz(fuzzWalkBody)
 }
 
@@ -148,7 +155,12 @@ func fuzzWalkBody(t *testing.T, stack []byte, archSel uint8, pc, spOff, fpOff, p
 		}
 		set.Put(3, spOff^fpOff)
 		const maxDepth = 64
-		st := Walk(set, &StackWindow{Base: stackLow, Bytes: stack}, mods, Options{MaxDepth: maxDepth, PACMask: pacMask})
+		// A stack shorter than the 4 KB the seeds were built in is its top.
+		base := uint64(stackLow)
+		if n := uint64(len(stack)); n < 0x1000 {
+			base += 0x1000 - n
+		}
+		st := Walk(set, &StackWindow{Base: base, Bytes: stack}, mods, Options{MaxDepth: maxDepth, PACMask: pacMask})
 
 		if n := len(st.Frames); n < 1 || n > maxDepth {
 			t.Fatalf("%d frames", n)

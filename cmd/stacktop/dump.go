@@ -29,7 +29,9 @@ func runDump(args []string) int {
 	threadName := fs.String("thread-name", "", "dump only threads whose name matches this regular expression")
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
-	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	window := new(int)
+	*window = sampler.DefaultStackWindow
+	fs.Var(sizeValue{window}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
@@ -47,12 +49,17 @@ func runDump(args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	if err := checkFlags(
+		checkInt("tid", *tid, 0, maxPID),
+		checkSize("stack-window", *window, maxStackWindow()),
+	); err != nil {
+		return reportUsage(fs, err)
+	}
 	var nameRE *regexp.Regexp
 	if *threadName != "" {
 		re, err := regexp.Compile(*threadName)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "stacktop: --thread-name:", err)
-			return exitUsage
+			return reportUsage(fs, fmt.Errorf("--thread-name: %v", err))
 		}
 		nameRE = re
 	}

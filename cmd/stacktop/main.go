@@ -14,6 +14,8 @@
 package main
 
 import (
+	_ "earlytty" // before Bubble Tea's init: no 5 s terminal query (see its doc)
+
 	"fmt"
 	"os"
 	"runtime/pprof"
@@ -69,8 +71,28 @@ func main() {
 }
 
 // profileSelf writes a CPU profile of stacktop itself to the file named by
-// STACKTOP_CPUPROFILE, for work on stacktop's own overhead (bench/).
+// STACKTOP_CPUPROFILE, and a heap profile at exit to STACKTOP_MEMPROFILE,
+// for work on stacktop's own overhead and memory (bench/).
 func profileSelf() (stop func()) {
+	stopCPU := profileCPU()
+	return func() {
+		stopCPU()
+		if path := os.Getenv("STACKTOP_MEMPROFILE"); path != "" {
+			f, err := os.Create(path)
+			if err == nil {
+				// No runtime.GC first: the profile is that of the last
+				// collection, during the run, not of the torn-down end.
+				err = pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "stacktop: STACKTOP_MEMPROFILE: %v\n", err)
+			}
+		}
+	}
+}
+
+func profileCPU() (stop func()) {
 	path := os.Getenv("STACKTOP_CPUPROFILE")
 	if path == "" {
 		return func() {}

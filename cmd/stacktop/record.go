@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,12 +68,11 @@ func runRecord(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID[,PID...] [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool {
+	cmdArgs, code, ok := f.parse(fs, args, func() error {
 		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
-			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p or --subprocesses")
-			return false
+			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
 		}
-		return f.duration >= 0
+		return checkDuration("duration", f.duration, maxDuration, flagGiven(fs, "duration"))
 	})
 	if !ok {
 		return code
@@ -103,6 +101,11 @@ func runRecord(args []string) int {
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
 		opts := f.engineOptions()
 		opts.Duration = f.duration
+		if format != export.FormatSpeedscope {
+			// Only speedscope draws the timeline; the other formats need
+			// totals, so a long recording folds its old samples.
+			opts.Timeline = time.Minute
+		}
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
@@ -228,66 +231,6 @@ func parseTIDs(s string) ([]int, error) {
 		tids = append(tids, tid)
 	}
 	return tids, nil
-}
-
-// outputFile is written to a temporary file next to the destination and
-// renamed over it only once complete, so an interrupted stacktop never
-// leaves a truncated profile under the requested name. It is created
-// before sampling starts, so an unwritable destination fails at once.
-type outputFile struct {
-	path string
-	tmp  *os.File // nil for stdout
-	done bool
-}
-
-func createOutput(path string) (*outputFile, error) {
-	if path == "-" {
-		return &outputFile{path: path}, nil
-	}
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	tmp, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return nil, fmt.Errorf("output: %w", err)
-	}
-	return &outputFile{path: path, tmp: tmp}, nil
-}
-
-func (o *outputFile) commit(write func(io.Writer) error) error {
-	if o.tmp == nil {
-		bw := bufio.NewWriter(os.Stdout)
-		if err := write(bw); err != nil {
-			return err
-		}
-		return bw.Flush()
-	}
-	bw := bufio.NewWriter(o.tmp)
-	err := write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := o.tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(o.tmp.Name(), o.path)
-	}
-	if err != nil {
-		os.Remove(o.tmp.Name())
-		return fmt.Errorf("writing %s: %w", o.path, err)
-	}
-	o.done = true
-	return nil
-}
-
-// abandon removes the temporary file if commit did not run.
-func (o *outputFile) abandon() {
-	if o.tmp != nil && !o.done {
-		o.tmp.Close()
-		os.Remove(o.tmp.Name())
-	}
 }
 
 func isTerminal(f *os.File) bool {

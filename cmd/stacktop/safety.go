@@ -34,6 +34,7 @@ func withTracer(onSignal func(os.Signal), fn func(tr *ptrace.Tracer) int) (code 
 					continue
 				}
 				tr.DetachAll()
+				removeTemps() // os.Exit skips the deferred clean-ups
 				fmt.Fprintf(os.Stderr, "stacktop: %v: detached from the target\n", sig)
 				os.Exit(128 + int(sig.(syscall.Signal)))
 			}

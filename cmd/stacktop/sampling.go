@@ -34,7 +34,8 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
 	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
-	fs.IntVar(&f.stackWindow, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	f.stackWindow = sampler.DefaultStackWindow
+	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 }
 
 // check validates the flags against the command line's remaining
@@ -53,8 +54,11 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 		}
 		f.threadRE = re
 	}
-	if f.rate <= 0 || f.rate > 10000 {
-		return fmt.Errorf("--rate must be in (0, 10000]")
+	if err := checkFlags(
+		checkFloat("rate", f.rate, maxRate),
+		checkSize("stack-window", f.stackWindow, maxStackWindow()),
+	); err != nil {
+		return err
 	}
 	var err error
 	f.tids, err = parseTIDs(f.tidList)
@@ -147,10 +151,10 @@ func (s *session) close() {
 
 // parse parses a sampling subcommand's flags (registered on fs, f's among
 // them) and checks them; valid adds the subcommand's own checks, run after
-// parsing. It returns the arguments after the flags (the command to
+// parsing (checkFlags and friends, flagcheck.go). It returns the arguments after the flags (the command to
 // start, if any), or ok false and the exit code when there is nothing to
 // run (-h, or a usage error, which it reports).
-func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() bool) (cmdArgs []string, code int, ok bool) {
+func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() error) (cmdArgs []string, code int, ok bool) {
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
 			return nil, 0, false
@@ -158,12 +162,8 @@ func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() bool
 		return nil, exitUsage, false
 	}
 	cmdArgs = fs.Args()
-	if err := f.check(cmdArgs); err != nil || !valid() {
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "stacktop:", err)
-		}
-		fs.Usage()
-		return nil, exitUsage, false
+	if err := checkFlags(f.check(cmdArgs), valid()); err != nil {
+		return nil, reportUsage(fs, err), false
 	}
 	return cmdArgs, 0, true
 }

@@ -36,12 +36,11 @@ func runTop(args []string) int {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID[,PID...] [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() bool {
+	cmdArgs, code, ok := f.parse(fs, args, func() error {
 		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
-			fmt.Fprintln(os.Stderr, "stacktop: --tid names threads of one process: not with several -p or --subprocesses")
-			return false
+			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
 		}
-		return *window > 0
+		return checkDuration("window", *window, maxDuration, true)
 	})
 	if !ok {
 		return code
@@ -57,7 +56,12 @@ func runTop(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
 		}
-		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, f.engineOptions())
+		opts := f.engineOptions()
+		// The UI aggregates the last --window, everything, or everything
+		// since a reset (by subtraction): older events can be folded, so
+		// memory stays bounded on long sessions.
+		opts.Timeline = *window
+		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, opts)
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
@@ -118,6 +122,9 @@ func runTop(args []string) int {
 		code := exitTopOK
 		var pe *tui.PanicError
 		switch {
+		case errors.Is(uiErr, tui.ErrHangup):
+			// Nobody may read this; a log that stderr goes to will.
+			fmt.Fprintln(os.Stderr, "stacktop: the terminal hung up; detaching from the target")
 		case errors.As(uiErr, &pe):
 			fmt.Fprintf(os.Stderr, "stacktop: the terminal UI failed: %v\n%s", pe.Value, pe.Stack)
 			code = exitTopUI

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"stacktop/internal/targets"
+)
+
+// openPTY returns a new pty pair (master, slave) from /dev/ptmx.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.IoctlSetWinsize(int(s.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 24, Col: 80})
+	return m, s
+}
+
+// screenLog collects what a program writes to a pty, as a terminal would
+// (without answering any query).
+type screenLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *screenLog) drain(m *os.File) {
+	b := make([]byte, 4096)
+	for {
+		n, err := m.Read(b)
+		l.mu.Lock()
+		l.buf.Write(b[:n])
+		l.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (l *screenLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func tracedBy(pid int) int {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	var tracer int
+	if i := bytes.Index(b, []byte("TracerPid:")); i >= 0 {
+		fmt.Sscan(string(b[i+len("TracerPid:"):]), &tracer)
+	}
+	return tracer
+}
+
+// TestTopTerminalHangup runs `stacktop top` on a real pty that answers no
+// terminal query, waits until it traces the target and draws, then closes
+// the pty's master, as a terminal emulator that is closed does. stacktop
+// must leave the target untraced and running, and exit. Run both as the
+// pty's session leader (the kernel sends SIGHUP) and without a controlling
+// terminal (no SIGHUP: only the hang-up on its stdin/stdout tells).
+func TestTopTerminalHangup(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "split-sframe3")
+	for _, ctty := range []bool{true, false} {
+		name := "session-leader-SIGHUP"
+		if !ctty {
+			name = "no-controlling-tty"
+		}
+		t.Run(name, func(t *testing.T) {
+			master, slave := openPTY(t)
+			defer master.Close()
+			cmd := exec.Command(stacktopBin, "top", "-p", fmt.Sprint(tg.PID()), "--rate", "49")
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+			cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			slave.Close()
+			var screen screenLog
+			go screen.drain(master)
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			defer func() {
+				if cmd.ProcessState == nil {
+					cmd.Process.Kill()
+					<-done
+				}
+			}()
+
+			// The UI drew a frame and the target is traced.
+			deadline := time.Now().Add(20 * time.Second)
+			for !(strings.Contains(screen.String(), "samples") && tracedBy(tg.PID()) != 0) {
+				if time.Now().After(deadline) {
+					s := screen.String()
+					t.Fatalf("top never drew and traced the target; screen ends:\n%q", s[max(0, len(s)-300):])
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			// No terminal query was sent: nothing waits for an answer.
+			if s := screen.String(); strings.Contains(s, "\x1b]11;?") || strings.Contains(s, "\x1b[6n") {
+				t.Errorf("stacktop queried the terminal: %q", s[:min(len(s), 80)])
+			}
+
+			master.Close()
+			select {
+			case err := <-done:
+				t.Logf("stacktop exited: %v", err)
+			case <-time.After(15 * time.Second):
+				t.Fatalf("stacktop still running 15 s after its terminal closed")
+			}
+			checkUntraced(t, tg.PID())
+			before, _ := tg.Progress()
+			time.Sleep(200 * time.Millisecond)
+			if after, _ := tg.Progress(); after <= before {
+				t.Errorf("target stuck after the hang-up (%d -> %d)", before, after)
+			}
+		})
+	}
+}

@@ -1,0 +1,78 @@
+package profile
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// longRun feeds p an hour of 99 Hz ticks of 200 threads: most idle
+// (Repeat), a few busy ones alternating between two stacks, with a
+// Snapshot every 500 ms as top takes them. It returns a snapshot taken
+// early on, to check that folding never changes what a snapshot holds.
+func longRun(p *Profile, d time.Duration) (early *Profile, earlyAgg *Aggregate) {
+	const threads = 200
+	ths := make([]*Thread, threads)
+	tick := time.Second / 99
+	stacks := [][]Frame{stack("spin_a", "busy", "main"), stack("spin_b", "busy", "main")}
+	for i := range ths {
+		ths[i] = p.Add(Sample{TID: 100 + i, Time: p.Start, Frames: stack("futex_wait", fmt.Sprintf("worker%d", i%7), "start_thread")})
+	}
+	n := 0
+	for at := tick; at < d; at += tick {
+		now := p.Start.Add(at)
+		for i, th := range ths {
+			if i < 3 { // busy
+				ths[i] = p.Add(Sample{TID: 100 + i, Time: now, Frames: stacks[(n+i)%2]})
+			} else {
+				p.Repeat(th, now)
+			}
+		}
+		n++
+		if n%50 == 0 {
+			s := p.Snapshot()
+			if early == nil && at > 2*time.Minute {
+				early, earlyAgg = s, s.Aggregate(0)
+			}
+		}
+	}
+	return early, earlyAgg
+}
+
+func TestKeepTimelineBoundsEvents(t *testing.T) {
+	d := 15 * time.Minute
+	full := New(1, "", time.Unix(1000, 0), time.Second/99)
+	longRun(full, d)
+	kept := New(1, "", time.Unix(1000, 0), time.Second/99)
+	kept.KeepTimeline(time.Minute)
+	early, earlyAgg := longRun(kept, d)
+
+	t.Logf("%v of 200 threads: %d events in full, %d kept + %d folded counts", d, len(full.Events), len(kept.Events), len(kept.Folded))
+	// The kept timeline is about a minute and a half of events (the minute,
+	// RunLimit, and what accumulates between folds), whatever d.
+	if limit := 4 * len(full.Events) * int(2*time.Minute) / int(d); len(kept.Events) > limit {
+		t.Errorf("%d events kept, want at most %d", len(kept.Events), limit)
+	}
+	if len(kept.Folded) == 0 || len(kept.Folded) > 200*3 {
+		t.Errorf("%d folded counts, want 1..600 (one per thread and stack)", len(kept.Folded))
+	}
+	// Totals are exact, and so is a window within the kept minute.
+	for _, from := range []time.Duration{0, d - 30*time.Second, d - time.Minute} {
+		a, b := full.Aggregate(from), kept.Aggregate(from)
+		if !reflect.DeepEqual(a.Counts, b.Counts) || !reflect.DeepEqual(a.ThreadStacks, b.ThreadStacks) || a.Total != b.Total {
+			t.Errorf("Aggregate(%v) differs with folding: total %d vs %d", from, a.Total, b.Total)
+		}
+	}
+	// "Since an early snapshot" by subtraction is exact on the folded
+	// profile: it matches Aggregate(from) of the full one.
+	from := early.Duration() + time.Nanosecond
+	a, b := full.Aggregate(from), kept.Aggregate(0).Minus(early.Aggregate(0))
+	if a.Total != b.Total || !reflect.DeepEqual(a.ThreadCounts, b.ThreadCounts) {
+		t.Errorf("since the early snapshot: %d samples from the full profile, %d by subtraction", a.Total, b.Total)
+	}
+	// A snapshot taken before the folds is untouched by them.
+	if again := early.Aggregate(0); !reflect.DeepEqual(again, earlyAgg) {
+		t.Error("an early snapshot changed after later folds")
+	}
+}
