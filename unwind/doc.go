@@ -52,7 +52,11 @@
 //     for the s390x back chain).
 //
 // A corrupt table is recorded in Stack.LookupErr and the next method is
-// tried.
+// tried. Options.Unwinders replaces this order with the user's ordered
+// subset (--unwinder); a frame none of its methods describes ends the walk
+// with ErrNoUnwindInfo caused by a *NotCoveredError. Without a table row
+// for frame 0 on arm64, a leaf's caller is taken from x30 when that is a
+// plausible return address into another function (leaf.go, MethodLinkReg).
 //
 // Every frame says how it was found (Frame.Method). Stack.Complete is set
 // only at a true outermost frame: an SFrame or CFI "RA undefined" row, a

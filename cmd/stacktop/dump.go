@@ -30,7 +30,8 @@ func runDump(args []string) int {
 	window := fs.Int("stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
-	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
+	var unwinders unwinderFlags
+	unwinders.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
@@ -45,11 +46,17 @@ func runDump(args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	methods, err := unwinders.methods()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "stacktop:", err)
+		return exitUsage
+	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
 				StackWindow: *window,
-				NoCFI:       *noCFI,
+				NoCFI:       unwinders.noCFI,
+				Unwinders:   methods,
 				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
 			},
 		})

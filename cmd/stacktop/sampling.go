@@ -9,6 +9,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
+	"stacktop/unwind"
 )
 
 // samplingFlags are the flags record and top share: what to sample and how.
@@ -18,8 +19,10 @@ type samplingFlags struct {
 	rate        float64
 	idle        bool
 	stackWindow int
+	unwinders   unwinderFlags
 
-	tids []int // parsed from tidList by check
+	tids    []int           // parsed from tidList by check
+	methods []unwind.Method // parsed from unwinders by check
 }
 
 func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
@@ -28,6 +31,7 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 	fs.IntVar(&f.stackWindow, "stack-window", sampler.DefaultStackWindow, "bytes of stack copied while a thread is stopped")
+	f.unwinders.register(fs)
 }
 
 // check validates the flags against the command line's remaining
@@ -40,6 +44,9 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 		return fmt.Errorf("--rate must be in (0, 10000]")
 	}
 	var err error
+	if f.methods, err = f.unwinders.methods(); err != nil {
+		return err
+	}
 	f.tids, err = parseTIDs(f.tidList)
 	return err
 }
@@ -51,7 +58,8 @@ func (f *samplingFlags) engineOptions() sampler.EngineOptions {
 // targetOptions are the sampler options of a periodic recording: line
 // tables load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) targetOptions() sampler.Options {
-	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true}}
+	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true},
+		NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
 }
 
 // session is what record and top sample: an attached target and its
