@@ -55,6 +55,7 @@ type Target struct {
 	pacMask   uint64
 	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
 	opts      Options
+	tails     *tailCalls // DWARF call sites per module (tailcall.go)
 	// funcAtFn is t.funcAt bound once, so a walk does not allocate it.
 	funcAtFn func(pc uint64) (start, end uint64, ok bool)
 
@@ -84,6 +85,7 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 		return nil, err
 	}
 	t.funcAtFn = t.funcAt
+	t.tails = &tailCalls{}
 	// arm64 return addresses may carry a pointer-authentication code; the
 	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
 	t.pacMask, _ = proc.PACMask()

@@ -23,6 +23,7 @@ const (
 	MethodBackChain               // the s390x back chain
 	MethodSignal                  // a signal frame (sigcontext)
 	MethodLinkReg                 // frame 0's caller from the link register (x30, r14) of a leaf
+	MethodTailCall                // a function a tail call removed, rebuilt from DWARF call sites (not a walk step)
 )
 
 func (m Method) String() string {
@@ -41,6 +42,8 @@ func (m Method) String() string {
 		return "signal"
 	case MethodLinkReg:
 		return "lr"
+	case MethodTailCall:
+		return "tailcall"
 	}
 	return "unknown"
 }
