@@ -16,7 +16,8 @@ type CFIFinder interface {
 // calleeSaved says which registers keep their value across a call, so a
 // register that a CFI row leaves unspecified is still known in the caller
 // (the System V psABIs: rbx, rbp, r12-r15 on x86-64; x19-x29 and sp on
-// aarch64). Any other unspecified register is lost.
+// aarch64; r6-r13, r15 and f8-f15 on s390x). Any other unspecified
+// register is lost.
 func calleeSaved(a regs.Arch) uint64 {
 	switch a {
 	case regs.AMD64:
@@ -27,6 +28,17 @@ func calleeSaved(a regs.Arch) uint64 {
 			m |= 1 << r
 		}
 		return m | 1<<regs.ARM64SP
+	case regs.S390X:
+		// r6-r13, r15, and f8-f15 (DWARF 24-31 number f8, f10, f12, f14,
+		// f9, f11, f13, f15).
+		var m uint64
+		for r := 6; r <= 13; r++ {
+			m |= 1 << r
+		}
+		for r := 24; r <= 31; r++ {
+			m |= 1 << r
+		}
+		return m | 1<<regs.S390XSP
 	}
 	return 0
 }
