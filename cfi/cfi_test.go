@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 // testBinaries are real objects whose CFI is compared with readelf's.
