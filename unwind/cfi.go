@@ -198,8 +198,10 @@ func (w *Walker) isSigreturn(a regs.Arch, pc uint64) bool {
 		want = sigreturnAMD64
 	case regs.ARM64:
 		want = sigreturnARM64
+	case regs.S390X:
+		want = svcRtSigreturnS390X // or svc 119 (zarch_signal.go)
 	default:
-		return false // TODO(s390x): svc 119/173 and its struct rt_sigframe.
+		return false
 	}
 	if w.mem == nil || pc > 1<<63 {
 		return false
@@ -216,7 +218,7 @@ func (w *Walker) isSigreturn(a regs.Arch, pc uint64) bool {
 	}
 	b := w.code[:len(want)]
 	n, _ := w.mem.ReadAt(b, int64(pc))
-	is := n == len(b) && string(b) == string(want)
+	is := n == len(b) && (string(b) == string(want) || (a == regs.S390X && string(b) == string(svcSigreturnS390X)))
 	w.sigreturn[pc] = is
 	return is
 }
@@ -260,6 +262,10 @@ func (w *Walker) signalStep(cur, next *regs.Set) stepFail {
 		reset(next, a, vals[32])
 		for n := 0; n <= 31; n++ {
 			next.Put(n, vals[n])
+		}
+	case regs.S390X:
+		if f := w.s390xSignalStep(cur, next, sp); f.err != nil {
+			return f
 		}
 	default:
 		return stepFail{err: ErrSignalFrame}

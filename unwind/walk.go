@@ -242,7 +242,7 @@ func (w *Walker) tryCFI(cur, next *regs.Set, mod *Module, lookup uint64, topmost
 	row, err := mod.CFI.Lookup(lookup - mod.Bias)
 	switch {
 	case err == nil:
-		if row.Signal && (cur.Arch == regs.AMD64 || cur.Arch == regs.ARM64) {
+		if row.Signal && (cur.Arch == regs.AMD64 || cur.Arch == regs.ARM64 || cur.Arch == regs.S390X) {
 			return MethodSignal, false, w.signalStep(cur, next), true
 		}
 		outermost, f := w.evalCFI(cur, next, &row, topmost)
