@@ -280,6 +280,11 @@ type TailCallFrame struct {
 // than a few links are not unique in practice).
 const maxTailDepth = 8
 
+// maxTailEdges bounds the tail calls one search looks at: a dispatcher
+// that jumps to many functions, each jumping on, would make the search
+// exponential. A search cut short proves nothing, so it finds no chain.
+const maxTailEdges = 256
+
 // TailChain finds the functions between a caller and its callee that
 // tail calls removed from the stack. site is the call at the caller's
 // return address. resolve turns a callee named only by a declaration into
@@ -301,15 +306,17 @@ func (c *CallSites) TailChain(site CallSite, resolve func(name string) uint64, i
 		return nil
 	}
 	var (
-		found [][]TailCallFrame
-		path  []TailCallFrame
-		seen  = map[uint64]bool{}
+		found  [][]TailCallFrame
+		path   []TailCallFrame
+		seen   = map[uint64]bool{}
+		budget = maxTailEdges
 	)
 	var walk func(fn uint64, depth int)
 	walk = func(fn uint64, depth int) {
-		if depth >= maxTailDepth || len(found) > 1 || seen[fn] {
+		if depth >= maxTailDepth || len(found) > 1 || seen[fn] || budget <= 0 {
 			return
 		}
+		budget -= len(c.tails[fn])
 		seen[fn] = true
 		defer delete(seen, fn)
 		for _, t := range c.tails[fn] {
@@ -324,7 +331,8 @@ func (c *CallSites) TailChain(site CallSite, resolve func(name string) uint64, i
 		}
 	}
 	walk(first, 0)
-	if len(found) != 1 {
+	if len(found) != 1 || budget <= 0 {
+		// None, several, or more paths than the budget lets us rule out.
 		return nil
 	}
 	chain := found[0]

@@ -39,8 +39,17 @@ type moduleCallSites struct {
 	sites *debuginfo.CallSites // nil without DWARF
 
 	namesOnce sync.Once
+	namesDone chan struct{}
 	names     map[string]uint64 // ELF symbol name -> value, for callees named by declarations
+
+	// chains caches TailChain's answer per (caller's return address,
+	// callee's function entry), both ELF addresses of their modules.
+	mu     sync.Mutex
+	chains map[[2]uint64][]debuginfo.TailCallFrame
 }
+
+// maxCachedChains bounds a module's chain cache; past it the cache restarts.
+const maxCachedChains = 1 << 14
 
 func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
 	tc.mu.Lock()
@@ -50,7 +59,7 @@ func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
 	}
 	mc, ok := tc.mods[m]
 	if !ok {
-		mc = &moduleCallSites{done: make(chan struct{})}
+		mc = &moduleCallSites{done: make(chan struct{}), namesDone: make(chan struct{})}
 		tc.mods[m] = mc
 	}
 	return mc
@@ -88,32 +97,47 @@ func (s *symbolizer) callSites(t *Target, m *procmaps.Module, async bool) *debug
 }
 
 // symbolValue is the ELF value of the function named name in m (its
-// dynamic and static symbols, and its debug file's), 0 if none.
-func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string) uint64 {
+// dynamic and static symbols, and its debug file's), 0 if none. The names
+// are read once, in the background when async: loaded is false until
+// they are.
+func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string, async bool) (v uint64, loaded bool) {
 	mc := t.tails.module(m)
 	mc.namesOnce.Do(func() {
-		mc.names = map[string]uint64{}
-		add := func(f *elf.File) {
-			if f == nil {
-				return
-			}
-			for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
-				syms, _ := load()
-				for _, sy := range syms {
-					if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 && sy.Name != "" {
-						if _, dup := mc.names[sy.Name]; !dup {
-							mc.names[sy.Name] = sy.Value
+		var debug *elf.File
+		if ms := s.module(t, m); ms.debug != nil {
+			debug = ms.debug.File
+		}
+		go func() {
+			defer close(mc.namesDone)
+			names := map[string]uint64{}
+			for _, f := range []*elf.File{m.File, debug} {
+				if f == nil {
+					continue
+				}
+				for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+					syms, _ := load()
+					for _, sy := range syms {
+						if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 && sy.Name != "" {
+							if _, dup := names[sy.Name]; !dup {
+								names[sy.Name] = sy.Value
+							}
 						}
 					}
 				}
 			}
-		}
-		add(m.File)
-		if ms := s.module(t, m); ms.debug != nil {
-			add(ms.debug.File)
-		}
+			mc.names = names
+		}()
 	})
-	return mc.names[name]
+	if async {
+		select {
+		case <-mc.namesDone:
+		default:
+			return 0, false
+		}
+	} else {
+		<-mc.namesDone
+	}
+	return mc.names[name], true
 }
 
 // appendTailCalls appends the frames that tail calls removed between
@@ -151,14 +175,44 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	if !ok {
 		return out
 	}
-	isCallee := func(entry uint64, name string) bool {
-		if entry != 0 {
-			return cem.Module == em.Module && entry == sym.Start
-		}
-		return name != "" && s.symbolValue(t, cem.Module, name) == sym.Start
+	mc := t.tails.module(em.Module)
+	key := [2]uint64{caller.PC - em.Bias, sym.Start}
+	if cem.Module != em.Module {
+		key[1] = ^sym.Start // another module's address: keep the keys apart
 	}
-	resolve := func(name string) uint64 { return s.symbolValue(t, em.Module, name) }
-	for _, tf := range cs.TailChain(site, resolve, isCallee) {
+	mc.mu.Lock()
+	chain, cached := mc.chains[key]
+	mc.mu.Unlock()
+	if !cached {
+		ready := true
+		isCallee := func(entry uint64, name string) bool {
+			if entry != 0 {
+				return cem.Module == em.Module && entry == sym.Start
+			}
+			if name == "" {
+				return false
+			}
+			v, loaded := s.symbolValue(t, cem.Module, name, opt.AsyncLines)
+			ready = ready && loaded
+			return loaded && v == sym.Start
+		}
+		resolve := func(name string) uint64 {
+			v, loaded := s.symbolValue(t, em.Module, name, opt.AsyncLines)
+			ready = ready && loaded
+			return v
+		}
+		chain = cs.TailChain(site, resolve, isCallee)
+		if ready || len(chain) > 0 {
+			// An answer given before the names were read is not kept.
+			mc.mu.Lock()
+			if mc.chains == nil || len(mc.chains) >= maxCachedChains {
+				mc.chains = map[[2]uint64][]debuginfo.TailCallFrame{}
+			}
+			mc.chains[key] = chain
+			mc.mu.Unlock()
+		}
+	}
+	for _, tf := range chain {
 		f := unwind.Frame{PC: tf.ReturnPC + em.Bias, SP: caller.SP, Method: unwind.MethodTailCall}
 		out = s.appendFrames(out, t, f, opt)
 	}
