@@ -55,6 +55,12 @@ type Unwinder struct {
 	// the topmost frame a saved return address it rejects makes the step
 	// use the live r14 instead. nil accepts any non-zero even address.
 	IsCode func(pc uint64) bool
+	// FuncAt gives the [start, end) of the function holding a PC (from
+	// the module's symbols). With it, the topmost step prefers the live
+	// r14 when it is a return address into another function after a call
+	// instruction and differs from the saved one (leaf.go). nil: no such
+	// check.
+	FuncAt func(pc uint64) (start, end uint64, ok bool)
 }
 
 // Method reports unwind.MethodBackChain.
@@ -116,6 +122,11 @@ func (u Unwinder) Step(cur *regs.Set, topmost bool, mem unwind.Memory, order bin
 			return regs.Set{}, err
 		}
 		spCaller = bc
+	}
+	if topmost && bc != 0 {
+		if next, ok := u.leafR14(cur, mem, sp, bc, ra); ok {
+			return next, nil
+		}
 	}
 	if !u.plausible(ra) {
 		if topmost {

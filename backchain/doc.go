@@ -32,10 +32,16 @@
 //     caller's stack pointer (or the current SP when the back chain is
 //     zero: a leaf without a frame called by the outermost function).
 //
-// Known limits, shared with the kernel's back-chain unwinder: a topmost
-// function caught before it stored its back chain makes the step skip its
-// caller; a leaf whose caller's save slot still holds an older, plausible
-// return address yields that one; and r11 cannot be recovered, so an
+// With Unwinder.FuncAt (the symbol table), a topmost frame's live r14 is
+// preferred to the saved one when it is a return address into another
+// function than the PC's, right after a call instruction: a leaf with no
+// frame of its own, whose back chain is its caller's, or whose caller's
+// save slot holds an older return address (leaf.go).
+//
+// Known limits, shared with the kernel's back-chain unwinder: without
+// FuncAt, a topmost function caught before it stored its back chain makes
+// the step skip its caller, and a leaf whose caller's save slot still
+// holds an older, plausible return address yields that one; and r11 cannot be recovered, so an
 // SFrame row based on r11 in a caller reached through the back chain fails.
 //
 // The package is pure: it reads memory only through the unwind.Memory it

@@ -28,8 +28,12 @@
 // reader and reports a *FormatError with the section and byte offset; an
 // FDE whose program is bad fails only the lookups it covers. delve's
 // parser itself is run under recover, so hostile section bytes are an
-// error, never a panic. delve reads little-endian only: big-endian,
-// 32-bit and machines other than x86-64 and aarch64 return ErrUnsupported.
+// error, never a panic. delve reads little-endian only, so s390x's
+// big-endian sections go through this package's own CIE/FDE decoder
+// (entries.go, sticky-error reader, FormatError with the entry's offset),
+// and Eval byte-swaps the fixed-size operands of s390x expressions before
+// delve's stack machine runs them. 32-bit objects and other machines
+// return ErrUnsupported.
 //
 // Expressions (DRAP frames' DW_CFA_def_cfa_expression, glibc's
 // __restore_rt) are kept as bytes in the row and evaluated at unwind time

@@ -2,6 +2,7 @@ package cfi
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 )
 
@@ -58,6 +59,7 @@ type state struct {
 // where a table wants every row once.
 type program struct {
 	machine  elf.Machine
+	order    binary.ByteOrder // of the section: DW_CFA_advance_loc2/4 operands
 	codeAlig uint64
 	dataAlig int64
 	raReg    uint64
@@ -67,7 +69,7 @@ type program struct {
 // run executes ins from loc; emit is called for each row [loc, next) before
 // the location advances and once at the end with next = end.
 func (p *program) run(ins []byte, st *state, loc, end uint64, emit func(start, end uint64, st *state)) error {
-	r := reader{b: ins}
+	r := reader{b: ins, be: p.order == binary.BigEndian}
 	var saved []state
 	advance := func(delta uint64) {
 		next := loc + delta*p.codeAlig

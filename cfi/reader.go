@@ -9,6 +9,7 @@ type reader struct {
 	b   []byte
 	off int
 	err error
+	be  bool // fixed-size integers are big-endian (s390x)
 }
 
 func (r *reader) fail(what string) {
@@ -30,16 +31,21 @@ func (r *reader) u8() uint8 {
 	return v
 }
 
-// uint reads an n-byte little-endian integer (delve, and so this package,
-// only handles little-endian targets).
+// uint reads an n-byte integer in the reader's byte order.
 func (r *reader) uint(n int) uint64 {
-	if len(r.b)-r.off < n {
+	if n < 0 || len(r.b)-r.off < n {
 		r.fail("integer")
 		return 0
 	}
 	var v uint64
-	for i := n - 1; i >= 0; i-- {
-		v = v<<8 | uint64(r.b[r.off+i])
+	if r.be {
+		for i := 0; i < n; i++ {
+			v = v<<8 | uint64(r.b[r.off+i])
+		}
+	} else {
+		for i := n - 1; i >= 0; i-- {
+			v = v<<8 | uint64(r.b[r.off+i])
+		}
 	}
 	r.off += n
 	return v

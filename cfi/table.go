@@ -1,11 +1,13 @@
 package cfi
 
 import (
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,23 +21,42 @@ import (
 // searches and each program runs once. A Table is safe for concurrent use.
 type Table struct {
 	machine elf.Machine
+	order   binary.ByteOrder
 	fdes    []fde
 }
 
 // fde is one FDE: its range, program and, once decoded, its rows.
 type fde struct {
 	start, end uint64
-	f          *frame.FrameDescriptionEntry
+	insns      []byte // the FDE's program; aliases sec.Data up to its end
 	sec        *Section
 	cie        *cieInfo
 	decoded    atomic.Pointer[fdeRows]
 }
 
 type cieInfo struct {
+	hdr    cieHeader
 	once   sync.Once
 	init   *state
 	err    error
 	signal bool
+}
+
+// parsedFDE is an FDE as a section parser returns it.
+type parsedFDE struct {
+	start, end uint64
+	insns      []byte
+	sec        *Section
+	cie        *cieInfo
+}
+
+// cieHeader is what running a program needs of its CIE.
+type cieHeader struct {
+	codeAlig uint64
+	dataAlig int64
+	raReg    uint64
+	initial  []byte // initial instructions; alias the section up to its end
+	aug      string
 }
 
 // fdeRows is an FDE's decoded rows, or why it could not be decoded.
@@ -66,7 +87,8 @@ type Section struct {
 // Load builds the table of an ELF object from its .eh_frame and, where
 // present, .debug_frame (.eh_frame_hdr is not needed: the whole section is
 // parsed). An object with neither returns an empty table and no error.
-// Big-endian, 32-bit and non-x86-64/aarch64 objects return ErrUnsupported.
+// 32-bit objects, and machines other than x86-64 and aarch64
+// (little-endian) and s390x (big-endian), return ErrUnsupported.
 func Load(f *elf.File) (*Table, error) {
 	if err := supported(f.Class, f.ByteOrder, f.Machine); err != nil {
 		return nil, err
@@ -86,52 +108,91 @@ func Load(f *elf.File) (*Table, error) {
 	return Build(f.Machine, secs...)
 }
 
+// machineOrder is the byte order of a supported machine's objects.
+func machineOrder(m elf.Machine) binary.ByteOrder {
+	if m == elf.EM_S390 {
+		return binary.BigEndian
+	}
+	return binary.LittleEndian
+}
+
 func supported(class elf.Class, order binary.ByteOrder, m elf.Machine) error {
-	if class != elf.ELFCLASS64 || order != binary.LittleEndian || (m != elf.EM_X86_64 && m != elf.EM_AARCH64) {
+	if class != elf.ELFCLASS64 || (m != elf.EM_X86_64 && m != elf.EM_AARCH64 && m != elf.EM_S390) || order != machineOrder(m) {
 		return fmt.Errorf("cfi: %v %v %v: %w", m, class, order, ErrUnsupported)
 	}
 	return nil
 }
 
-// Build decodes CFI sections of a little-endian 64-bit x86-64 or aarch64
-// object. A section that cannot be parsed fails the build (the caller falls
-// back to other unwinding methods); an FDE whose program cannot be run
-// fails only the lookups it covers. Where sections describe the same
-// range, the first given wins.
+// Build decodes CFI sections of a 64-bit x86-64 or aarch64 (little-endian)
+// or s390x (big-endian) object. A section that cannot be parsed fails the
+// build (the caller falls back to other unwinding methods); an FDE whose
+// program cannot be run fails only the lookups it covers. Where sections
+// describe the same range, the first given wins.
+//
+// Little-endian sections are parsed by delve's pkg/dwarf/frame; delve
+// reads nothing else, so big-endian ones by this package's own decoder
+// (entries.go).
 func Build(m elf.Machine, secs ...Section) (*Table, error) {
-	if err := supported(elf.ELFCLASS64, binary.LittleEndian, m); err != nil {
+	order := machineOrder(m)
+	if err := supported(elf.ELFCLASS64, order, m); err != nil {
 		return nil, err
 	}
-	t := &Table{machine: m}
-	var all frame.FrameDescriptionEntries
-	origin := map[*frame.FrameDescriptionEntry]*Section{}
+	t := &Table{machine: m, order: order}
+	var all []parsedFDE
 	for i := range secs {
 		s := &secs[i]
-		fdes, err := parse(s)
+		var (
+			fdes []parsedFDE
+			err  error
+		)
+		if order == binary.LittleEndian {
+			fdes, err = parseDelve(s)
+		} else {
+			fdes, err = parseEntries(s, order)
+		}
 		if err != nil {
 			return nil, err
 		}
-		for _, fde := range fdes {
-			origin[fde] = s
+		all = append(all, fdes...)
+	}
+	// Sort by address; of FDEs starting at the same address the first
+	// given (section order, then section position) wins.
+	slices.SortStableFunc(all, func(a, b parsedFDE) int { return cmp.Compare(a.start, b.start) })
+	t.fdes = make([]fde, 0, len(all))
+	for i := range all {
+		if n := len(t.fdes); n > 0 && t.fdes[n-1].start == all[i].start {
+			continue
 		}
-		// Append sorts by address and drops exact duplicates; delve's
-		// Parse returns FDEs in section order.
-		all = all.Append(fdes)
+		t.fdes = append(t.fdes, fde{start: all[i].start, end: all[i].end, insns: all[i].insns, sec: all[i].sec, cie: all[i].cie})
+	}
+	return t, nil
+}
+
+// parseDelve parses a little-endian section with delve and keeps, per FDE,
+// what running its program needs.
+func parseDelve(s *Section) ([]parsedFDE, error) {
+	fdes, err := parse(s)
+	if err != nil {
+		return nil, err
 	}
 	cies := map[*frame.CommonInformationEntry]*cieInfo{}
-	t.fdes = make([]fde, 0, len(all))
-	for _, f := range all {
+	out := make([]parsedFDE, 0, len(fdes))
+	for _, f := range fdes {
 		if f.CIE == nil || f.End() <= f.Begin() || f.Begin() == 0 {
 			continue // empty, or a function the linker discarded
 		}
 		ci := cies[f.CIE]
 		if ci == nil {
-			ci = &cieInfo{signal: strings.ContainsRune(f.CIE.Augmentation, 'S')}
+			c := f.CIE
+			ci = &cieInfo{signal: strings.ContainsRune(c.Augmentation, 'S'), hdr: cieHeader{
+				codeAlig: c.CodeAlignmentFactor, dataAlig: c.DataAlignmentFactor, raReg: c.ReturnAddressRegister,
+				initial: c.InitialInstructions, aug: c.Augmentation,
+			}}
 			cies[f.CIE] = ci
 		}
-		t.fdes = append(t.fdes, fde{start: f.Begin(), end: f.End(), f: f, sec: origin[f], cie: ci})
+		out = append(out, parsedFDE{start: f.Begin(), end: f.End(), insns: f.Instructions, sec: s, cie: ci})
 	}
-	return t, nil
+	return out, nil
 }
 
 // parse runs delve's parser over one whole section, turning a panic on
@@ -175,22 +236,22 @@ func (t *Table) decode(d *fde) *fdeRows {
 }
 
 func (t *Table) run(d *fde) ([]row, []RegRule, error) {
-	f, s, cie := d.f, d.sec, d.f.CIE
-	insOff := int64(len(s.Data) - cap(f.Instructions))
+	s, cie := d.sec, &d.cie.hdr
+	insOff := int64(len(s.Data) - cap(d.insns))
 	fail := func(off int64, err error) error {
 		return &FormatError{Section: s.Name, Offset: off, Msg: fmt.Sprintf("FDE for %#x-%#x: %v", d.start, d.end, err)}
 	}
-	if cie.CodeAlignmentFactor == 0 {
+	if cie.codeAlig == 0 {
 		return nil, nil, fail(insOff, errors.New("code alignment factor 0"))
 	}
-	p := program{machine: t.machine, codeAlig: cie.CodeAlignmentFactor, dataAlig: cie.DataAlignmentFactor, raReg: cie.ReturnAddressRegister}
+	p := program{machine: t.machine, order: t.order, codeAlig: cie.codeAlig, dataAlig: cie.dataAlig, raReg: cie.raReg}
 	if p.raReg >= MaxReg {
 		return nil, nil, fail(insOff, fmt.Errorf("return address register %d", p.raReg))
 	}
 	d.cie.once.Do(func() {
 		init := new(state)
-		if err := p.run(cie.InitialInstructions, init, 0, 0, nil); err != nil {
-			d.cie.err = fail(int64(len(s.Data)-cap(cie.InitialInstructions)), fmt.Errorf("CIE: %w", err))
+		if err := p.run(cie.initial, init, 0, 0, nil); err != nil {
+			d.cie.err = fail(int64(len(s.Data)-cap(cie.initial)), fmt.Errorf("CIE: %w", err))
 			return
 		}
 		d.cie.init = init
@@ -203,7 +264,7 @@ func (t *Table) run(d *fde) ([]row, []RegRule, error) {
 	var rows []row
 	var regs []RegRule
 	var tooMany bool
-	err := p.run(f.Instructions, &st, d.start, d.end, func(start, end uint64, st *state) {
+	err := p.run(d.insns, &st, d.start, d.end, func(start, end uint64, st *state) {
 		r := row{start: start, end: end, cfa: st.cfa, ra: st.regs[p.raReg], raReg: uint8(p.raReg),
 			mangled: st.mangled, regOff: uint16(len(regs))}
 		for reg := range st.regs {

@@ -98,8 +98,9 @@ func (r *Row) Reg(n uint16) Rule {
 var (
 	// ErrNoFDE: no FDE covers the address.
 	ErrNoFDE = errors.New("no FDE covers the address")
-	// ErrUnsupported: a target this package does not decode (big-endian,
-	// 32-bit, or a machine other than x86-64 and aarch64).
+	// ErrUnsupported: a target this package does not decode (32-bit, or
+	// a machine other than x86-64 and aarch64, little-endian, and s390x,
+	// big-endian).
 	ErrUnsupported = errors.New("unsupported CFI target")
 	// ErrFormat: the section or a CFA program is malformed.
 	ErrFormat = errors.New("malformed CFI")

@@ -19,6 +19,15 @@
 // Lines is safe for concurrent use. Frames returns the inline chain of one
 // PC innermost first, as addr2line -i prints it.
 //
+// CallSites (callsites.go) reads an object's DWARF call-site records
+// (DW_TAG_call_site, DW_TAG_GNU_call_site) in one scan that skips every
+// subtree that cannot hold one (libc's debug file: about a second, most of
+// it decompression). TailChain finds, for a caller's call and the function
+// its callee frame is in, the one chain of tail calls between them: the
+// frames gdb calls "tailcall", which no return address on the stack
+// records. The sampler builds it once per module, in the background for
+// the periodic engine.
+//
 // GoTable reads .gopclntab with debug/gosym for Go programs whose DWARF
 // was stripped (-ldflags=-w): function name and file:line, no inlining
 // (the pclntab's inline tree is not exposed by debug/gosym).

@@ -39,6 +39,9 @@ type Lines struct {
 	mu    sync.Mutex
 	cus   map[dwarf.Offset]*unitInfo
 	names map[dwarf.Offset]string
+
+	unitOffsOnce sync.Once
+	unitOffs     []dwarf.Offset // sorted unit offsets, for qualify.go
 }
 
 type unitRange struct {
@@ -465,7 +468,7 @@ func (l *Lines) resolveName(off dwarf.Offset) (name string) {
 		}
 	}()
 	r := l.d.Reader()
-	plain := ""
+	plain, plainOff := "", dwarf.Offset(0)
 	// Origins and specifications chain at most a few deep; the bound
 	// stops a reference cycle in corrupt input.
 	for hop := 0; hop < 8; hop++ {
@@ -480,7 +483,7 @@ func (l *Lines) resolveName(off dwarf.Offset) (name string) {
 			}
 		}
 		if s, ok := e.Val(dwarf.AttrName).(string); ok && plain == "" {
-			plain = s
+			plain, plainOff = s, e.Offset
 		}
 		next, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
 		if !ok {
@@ -491,7 +494,7 @@ func (l *Lines) resolveName(off dwarf.Offset) (name string) {
 		}
 		off = next
 	}
-	return plain
+	return l.qualify(plainOff, plain) // qualify.go: C++ namespaces and classes
 }
 
 // mipsLinkageName is DW_AT_MIPS_linkage_name, which older GCCs and some

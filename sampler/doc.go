@@ -20,6 +20,11 @@
 // thread (they do not change while it runs below them) and exact under
 // Freeze.
 //
+// Tail calls: between an unwound callee and its caller, the functions that
+// left the stack by jumping are put back from DWARF call sites
+// (tailcall.go, method "tailcall"), as gdb does; SymbolOptions.NoLines
+// turns that off with the rest of DWARF.
+//
 // Cost: an Engine's tick grows with the threads that run, not with the
 // threads that exist. check.go explains the schedule of schedstat
 // readings, ledger.go how the process's CPU clock proves idle threads idle

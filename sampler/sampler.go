@@ -23,6 +23,10 @@ type Options struct {
 	MaxDepth    int // frames per stack; 0 means unwind.DefaultMaxDepth
 	Symbols     SymbolOptions
 	NoCFI       bool // unwind with SFrame and frame pointers only
+	// Unwinders is the ordered list of unwinding methods walks may use
+	// (--unwinder); nil means the architecture's default. See
+	// unwind.Options.Unwinders.
+	Unwinders []unwind.Method
 }
 
 // ThreadStack is one thread's symbolised stack.
@@ -51,6 +55,9 @@ type Target struct {
 	pacMask   uint64
 	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
 	opts      Options
+	tails     *tailCalls // DWARF call sites per module (tailcall.go)
+	// funcAtFn is t.funcAt bound once, so a walk does not allocate it.
+	funcAtFn func(pc uint64) (start, end uint64, ok bool)
 
 	walker unwind.Walker
 	sample ptrace.Sample
@@ -73,12 +80,19 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
 	}
 	t.Arch = t.arch()
+	if err := t.checkUnwinders(); err != nil {
+		proc.Detach()
+		return nil, err
+	}
+	t.funcAtFn = t.funcAt
+	t.tails = &tailCalls{}
 	// arm64 return addresses may carry a pointer-authentication code; the
 	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
 	t.pacMask, _ = proc.PACMask()
 	t.backChain = backchain.Unwinder{
 		InVDSO: func(pc uint64) bool { m, ok := t.mods.ModuleAt(pc); return ok && m.IsVDSO },
 		IsCode: func(pc uint64) bool { _, ok := t.mods.ModuleAt(pc); return ok },
+		FuncAt: t.funcAtFn,
 	}
 	return t, nil
 }
@@ -158,7 +172,8 @@ func (t *Target) walk() unwind.Stack {
 		t.refresh()
 	}
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
-	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask}
+	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask,
+		Unwinders: t.opts.Unwinders, FuncAt: t.funcAtFn}
 	if s.Regs.Arch == regs.S390X {
 		// s390x has no usable frame-pointer chain: where SFrame and CFI
 		// have no row, the back chain (-mbackchain code) is the fallback.

@@ -33,7 +33,10 @@ type SymbolOptions struct {
 func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) []profile.Frame {
 	s := t.syms
 	out := make([]profile.Frame, 0, len(frames))
-	for _, f := range frames {
+	for i, f := range frames {
+		if i > 0 {
+			out = s.appendTailCalls(out, t, frames[i-1], f, opt) // tailcall.go
+		}
 		out = s.appendFrames(out, t, f, opt)
 	}
 	return out

@@ -30,7 +30,8 @@ import (
 //   - gdb adds tail-call frames it reconstructs from DWARF call-site
 //     records (a function that jumped to the next one: glibc's
 //     __futex_abstimed_wait_cancelable64 under pthread_cond_wait). They
-//     are on no stack; dropTailCallFrames recognises and logs them.
+//     are on no stack; stacktop rebuilds them the same way (method
+//     "tailcall"), and dropTailCallFrames reports any it lacks.
 //   - Go: gdb and stacktop both walk on past the real end of the system
 //     stacks (runtime.clone and runtime.mcall have CFI that does not mark
 //     them outermost); gdb's frames are compared up to the first address
@@ -265,7 +266,7 @@ func compareStopped(t *testing.T, tg *targets.Target, want distroWant) *Result {
 		wantFrames, tail = dropTailCallFrames(t, tg.PID(), wantFrames, ts.Frames)
 		for _, f := range tail {
 			tailCalls++
-			t.Logf("thread %d (%s): gdb's frame #%d 0x%x %s follows no call instruction: a tail-call frame gdb built from DWARF call-site records, not on the stack",
+			t.Errorf("thread %d (%s): gdb's frame #%d 0x%x %s follows no call instruction: a tail-call frame gdb built from DWARF call-site records, which stacktop lacks",
 				ts.TID, ts.Name, f.Index, f.PC, f.Function)
 		}
 		names.add(compareThread(t, ts, wantFrames, cut))
@@ -314,7 +315,7 @@ func compareStopped(t *testing.T, tg *targets.Target, want distroWant) *Result {
 			t.Errorf("no thread named %s", name)
 		}
 	}
-	t.Logf("%s: %d threads, %d gdb tail-call frames left out, names (both/only stacktop/only gdb/neither) %d/%d/%d/%d, methods: %s",
+	t.Logf("%s: %d threads, %d gdb tail-call frames missing, names (both/only stacktop/only gdb/neither) %d/%d/%d/%d, methods: %s",
 		t.Name(), len(res.Threads), tailCalls, names.both, names.onlyStacktop, names.onlyGDB, names.neither, methodShares(res.Threads))
 	return res
 }

@@ -29,6 +29,9 @@ type Result struct {
 	ProcessExited bool
 	Pauses        Pauses
 	Wall          time.Duration
+	// Unwinders are the unwinding methods the walks were allowed, in
+	// order (--unwinder, --no-cfi): "sframe", "cfi", "fp", "backchain".
+	Unwinders []string
 }
 
 // Pauses summarises how long threads were stopped: per thread from the stop
@@ -88,7 +91,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 			err = fmt.Errorf("detaching from %d: %w", pid, derr)
 		}
 	}()
-	res = &Result{PID: pid, Command: procmaps.Cmdline(pid)}
+	res = &Result{PID: pid, Command: procmaps.Cmdline(pid), Unwinders: t.UnwinderNames()}
 
 	if opt.TID != 0 && !slices.Contains(t.Process().Threads(), opt.TID) {
 		return nil, fmt.Errorf("thread %d is not a thread of process %d", opt.TID, pid)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"stacktop/profile"
 )
@@ -80,13 +81,17 @@ func moduleName(path string) string {
 
 // WriteSummary prints the pause and wall-time line that goes to stderr.
 func WriteSummary(w io.Writer, r *Result) {
+	var unwinders string
+	if len(r.Unwinders) > 0 {
+		unwinders = "; unwinders " + strings.Join(r.Unwinders, ",")
+	}
 	if r.Pauses.Frozen > 0 {
-		fmt.Fprintf(w, "stacktop: %d threads in %v; all threads frozen for %v\n",
-			len(r.Threads), r.Wall.Round(1e3), r.Pauses.Frozen.Round(1e3))
+		fmt.Fprintf(w, "stacktop: %d threads in %v; all threads frozen for %v%s\n",
+			len(r.Threads), r.Wall.Round(1e3), r.Pauses.Frozen.Round(1e3), unwinders)
 		return
 	}
-	fmt.Fprintf(w, "stacktop: %d threads in %v; each thread stopped min %v, median %v, max %v\n",
-		len(r.Threads), r.Wall.Round(1e3), r.Pauses.Min.Round(100), r.Pauses.Median.Round(100), r.Pauses.Max.Round(100))
+	fmt.Fprintf(w, "stacktop: %d threads in %v; each thread stopped min %v, median %v, max %v%s\n",
+		len(r.Threads), r.Wall.Round(1e3), r.Pauses.Min.Round(100), r.Pauses.Median.Round(100), r.Pauses.Max.Round(100), unwinders)
 }
 
 // The JSON document; its schema is documented in docs/dump.md ("--json"),
@@ -98,6 +103,7 @@ type jsonDump struct {
 	Exited        []int        `json:"exited_threads,omitempty"`
 	ProcessExited bool         `json:"process_exited,omitempty"`
 	Pauses        jsonPauses   `json:"pauses"`
+	Unwinders     []string     `json:"unwinders,omitempty"`
 }
 
 type jsonThread struct {
@@ -132,7 +138,7 @@ type jsonPauses struct {
 // WriteJSON prints the dump as one JSON document.
 func WriteJSON(w io.Writer, r *Result) error {
 	doc := jsonDump{
-		PID: r.PID, Command: r.Command, Exited: r.Exited, ProcessExited: r.ProcessExited,
+		PID: r.PID, Command: r.Command, Exited: r.Exited, ProcessExited: r.ProcessExited, Unwinders: r.Unwinders,
 		Threads: make([]jsonThread, 0, len(r.Threads)),
 		Pauses: jsonPauses{
 			MinNS: int64(r.Pauses.Min), MedianNS: int64(r.Pauses.Median), MaxNS: int64(r.Pauses.Max),

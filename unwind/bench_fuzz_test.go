@@ -160,7 +160,14 @@ func fuzzWalkBody(t *testing.T, stack []byte, archSel uint8, pc, spOff, fpOff, p
 		if n := uint64(len(stack)); n < 0x1000 {
 			base += 0x1000 - n
 		}
-		st := Walk(set, &StackWindow{Base: base, Bytes: stack}, mods, Options{MaxDepth: maxDepth, PACMask: pacMask})
+		opts := Options{MaxDepth: maxDepth, PACMask: pacMask}
+		if archSel&0x40 != 0 {
+			// The link-register rule (functions of 0x80 bytes) and a
+			// user's order of unwinders.
+			opts.FuncAt = func(pc uint64) (uint64, uint64, bool) { return pc &^ 0x7f, pc&^0x7f + 0x80, true }
+			opts.Unwinders = []Method{MethodFP, MethodSFrame, MethodBackChain}[:1+int(archSel>>4&3)%3]
+		}
+		st := Walk(set, &StackWindow{Base: base, Bytes: stack}, mods, opts)
 
 		if n := len(st.Frames); n < 1 || n > maxDepth {
 			t.Fatalf("%d frames", n)

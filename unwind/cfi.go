@@ -16,7 +16,8 @@ type CFIFinder interface {
 // calleeSaved says which registers keep their value across a call, so a
 // register that a CFI row leaves unspecified is still known in the caller
 // (the System V psABIs: rbx, rbp, r12-r15 on x86-64; x19-x29 and sp on
-// aarch64). Any other unspecified register is lost.
+// aarch64; r6-r13, r15 and f8-f15 on s390x). Any other unspecified
+// register is lost.
 func calleeSaved(a regs.Arch) uint64 {
 	switch a {
 	case regs.AMD64:
@@ -27,6 +28,17 @@ func calleeSaved(a regs.Arch) uint64 {
 			m |= 1 << r
 		}
 		return m | 1<<regs.ARM64SP
+	case regs.S390X:
+		// r6-r13, r15, and f8-f15 (DWARF 24-31 number f8, f10, f12, f14,
+		// f9, f11, f13, f15).
+		var m uint64
+		for r := 6; r <= 13; r++ {
+			m |= 1 << r
+		}
+		for r := 24; r <= 31; r++ {
+			m |= 1 << r
+		}
+		return m | 1<<regs.S390XSP
 	}
 	return 0
 }
@@ -186,8 +198,10 @@ func (w *Walker) isSigreturn(a regs.Arch, pc uint64) bool {
 		want = sigreturnAMD64
 	case regs.ARM64:
 		want = sigreturnARM64
+	case regs.S390X:
+		want = svcRtSigreturnS390X // or svc 119 (zarch_signal.go)
 	default:
-		return false // TODO(s390x): svc 119/173 and its struct rt_sigframe.
+		return false
 	}
 	if w.mem == nil || pc > 1<<63 {
 		return false
@@ -204,7 +218,7 @@ func (w *Walker) isSigreturn(a regs.Arch, pc uint64) bool {
 	}
 	b := w.code[:len(want)]
 	n, _ := w.mem.ReadAt(b, int64(pc))
-	is := n == len(b) && string(b) == string(want)
+	is := n == len(b) && (string(b) == string(want) || (a == regs.S390X && string(b) == string(svcSigreturnS390X)))
 	w.sigreturn[pc] = is
 	return is
 }
@@ -248,6 +262,10 @@ func (w *Walker) signalStep(cur, next *regs.Set) stepFail {
 		reset(next, a, vals[32])
 		for n := 0; n <= 31; n++ {
 			next.Put(n, vals[n])
+		}
+	case regs.S390X:
+		if f := w.s390xSignalStep(cur, next, sp); f.err != nil {
+			return f
 		}
 	default:
 		return stepFail{err: ErrSignalFrame}

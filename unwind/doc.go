@@ -43,16 +43,20 @@
 //     the frame does not know leaves the step to frame pointers;
 //  3. a signal trampoline, recognised by an SFrame or CFI row marked
 //     "signal" or by its code (glibc's __restore_rt on x86-64, the vDSO's
-//     __kernel_rt_sigreturn on aarch64): every general register of the
-//     interrupted code is read from the kernel's signal frame at SP. That
-//     frame has MethodSignal and an exact PC (Frame.Exact), and its own
-//     step may use innermost-only rows (a leaf, a prologue). s390x signal
-//     frames are not decoded yet (ErrSignalFrame);
+//     __kernel_rt_sigreturn on aarch64, svc 173 or svc 119 on s390x):
+//     every general register of the interrupted code is read from the
+//     kernel's signal frame at SP. That frame has MethodSignal and an
+//     exact PC (Frame.Exact), and its own step may use innermost-only
+//     rows (a leaf, a prologue);
 //  4. frame pointers on amd64 and arm64, or Options.Fallback (the hook
 //     for the s390x back chain).
 //
 // A corrupt table is recorded in Stack.LookupErr and the next method is
-// tried.
+// tried. Options.Unwinders replaces this order with the user's ordered
+// subset (--unwinder); a frame none of its methods describes ends the walk
+// with ErrNoUnwindInfo caused by a *NotCoveredError. Without a table row
+// for frame 0 on arm64, a leaf's caller is taken from x30 when that is a
+// plausible return address into another function (leaf.go, MethodLinkReg).
 //
 // Every frame says how it was found (Frame.Method). Stack.Complete is set
 // only at a true outermost frame: an SFrame or CFI "RA undefined" row, a

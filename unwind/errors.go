@@ -36,7 +36,7 @@ var (
 	// ErrMemory: reading the target's memory failed.
 	ErrMemory = errors.New("memory read failed")
 	// ErrSignalFrame: a signal frame on an architecture whose layout the
-	// walker does not know (s390x), or one holding a zero PC or SP.
+	// walker does not know, or one holding a zero PC or SP.
 	ErrSignalFrame = errors.New("signal frame not supported")
 	// ErrArch: the register set's architecture is unknown.
 	ErrArch = errors.New("unsupported architecture")

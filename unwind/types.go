@@ -22,6 +22,8 @@ const (
 	MethodFP                      // the frame-pointer chain
 	MethodBackChain               // the s390x back chain
 	MethodSignal                  // a signal frame (sigcontext)
+	MethodLinkReg                 // frame 0's caller from the link register (x30, r14) of a leaf
+	MethodTailCall                // a function a tail call removed, rebuilt from DWARF call sites (not a walk step)
 )
 
 func (m Method) String() string {
@@ -38,6 +40,10 @@ func (m Method) String() string {
 		return "backchain"
 	case MethodSignal:
 		return "signal"
+	case MethodLinkReg:
+		return "lr"
+	case MethodTailCall:
+		return "tailcall"
 	}
 	return "unknown"
 }
@@ -126,6 +132,19 @@ type Options struct {
 	// Fallback, when non-nil, replaces the built-in frame-pointer fallback
 	// (s390x has none: without a Fallback its walk stops where SFrame does).
 	Fallback Stepper
+	// Unwinders, when non-nil, is the ordered list of methods a walk may
+	// use (the user's --unwinder): per frame the first that describes it
+	// answers. nil means DefaultUnwinders of the arch. MethodFP is the
+	// built-in frame-pointer step (amd64, arm64) or a Fallback whose
+	// Method is MethodFP; MethodBackChain is a Fallback whose Method is
+	// MethodBackChain. NoCFI and NoFramePointer remove methods from it.
+	Unwinders []Method
+	// FuncAt, when non-nil, gives the [start, end) of the function
+	// holding a PC (from the module's symbols). The frame-0 link-register
+	// rule needs it: without unwind tables, x30 is taken as the caller
+	// only when it returns into another function than the PC's, after a
+	// call instruction, and the function has not saved it.
+	FuncAt func(pc uint64) (start, end uint64, ok bool)
 }
 
 const DefaultMaxDepth = 256

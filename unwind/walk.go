@@ -32,6 +32,9 @@ type Walker struct {
 	// Set for the duration of one walk.
 	mem       Memory
 	order     binary.ByteOrder
+	mods      Modules
+	methods   []Method  // the unwinders of this walk, in order (walkOrder)
+	orderBuf  [4]Method // backing store of methods
 	opts      Options
 	lookupErr error
 }
@@ -56,12 +59,13 @@ type stepFail struct {
 // the next call to Walk.
 func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack {
 	w.frames = w.frames[:0]
-	w.mem, w.opts, w.lookupErr = mem, opts, nil
+	w.mem, w.opts, w.lookupErr, w.mods = mem, opts, nil, mods
 	w.order = opts.ByteOrder
 	if w.order == nil {
 		w.order = ByteOrder(r.Arch)
 	}
 	defer w.release()
+	w.methods = w.walkOrder(r.Arch)
 
 	maxDepth := opts.MaxDepth
 	if maxDepth <= 0 {
@@ -139,71 +143,137 @@ func (w *Walker) result(st Stack) Stack {
 // release drops the references a walk took, so an idle Walker does not
 // keep a process's memory reader or tables alive.
 func (w *Walker) release() {
-	w.mem, w.opts, w.order, w.lookupErr = nil, Options{}, nil, nil
+	w.mem, w.opts, w.order, w.lookupErr, w.methods, w.mods = nil, Options{}, nil, nil, nil, nil
 }
 
-// step recovers the caller of cur into next, trying in turn: the SFrame
-// row of cur's PC, its CFI row, a signal trampoline recognised by its
-// code, and the fallback (frame pointers, or opts.Fallback). A signal frame
-// (an SFrame or CFI row marked as one, or the trampoline's code) is
-// evaluated from the kernel's signal frame, and returns MethodSignal.
+// step recovers the caller of cur into next, asking the walk's unwinders
+// in order (by default: the SFrame row of cur's PC, its CFI row, then frame
+// pointers or opts.Fallback); a signal trampoline recognised by its code is
+// followed before the first stack-chain method (or after the tables when
+// none is allowed). A signal frame (an SFrame or CFI row marked as one, or
+// the trampoline's code) is evaluated from the kernel's signal frame, and
+// returns MethodSignal.
 func (w *Walker) step(cur, next *regs.Set, mod *Module, exact, topmost bool) (Method, bool, stepFail) {
 	lookup := cur.PC
 	if !exact {
 		lookup--
 	}
-	if rf := mod.rowFinder(); rf != nil {
-		row, err := rf.Lookup(lookup - mod.Bias)
-		switch {
-		case err == nil:
-			if row.Signal {
-				return MethodSignal, false, w.signalStep(cur, next)
+	// A CFI row needing a register this frame does not know is kept while a
+	// later method is tried; it is the answer if none has one.
+	var cfiFail stepFail
+	cfiTried, trampoline := false, false
+	for _, m := range w.methods {
+		switch m {
+		case MethodSFrame:
+			if method, outermost, f, ok := w.trySFrame(cur, next, mod, lookup, topmost); ok {
+				return method, outermost, f
 			}
-			outermost, f := w.evalRow(cur, next, &row, topmost)
-			return MethodSFrame, outermost, f
-		case errors.Is(err, sframe.ErrNoFunc):
-		default:
-			// A corrupt table: remember it and try CFI, then frame
-			// pointers, as the kernel does for any failed sframe lookup.
-			w.noteLookupErr(cur, MethodSFrame, err)
+		case MethodCFI:
+			method, outermost, f, ok := w.tryCFI(cur, next, mod, lookup, topmost)
+			if !ok {
+				continue
+			}
+			if method == MethodCFI && errors.Is(f.err, ErrRegUnknown) {
+				cfiFail, cfiTried = f, true
+				continue
+			}
+			return method, outermost, f
+		case MethodFP, MethodBackChain:
+			if !trampoline {
+				trampoline = true
+				if w.isSigreturn(cur.Arch, cur.PC) {
+					return MethodSignal, false, w.signalStep(cur, next)
+				}
+			}
+			if method, outermost, f, ok := w.tryChain(m, cur, next, mod, topmost); ok {
+				return method, outermost, f
+			}
 		}
 	}
-	if mod.CFI != nil && !w.opts.NoCFI {
-		row, err := mod.CFI.Lookup(lookup - mod.Bias)
-		switch {
-		case err == nil:
-			if row.Signal && (cur.Arch == regs.AMD64 || cur.Arch == regs.ARM64) {
-				return MethodSignal, false, w.signalStep(cur, next)
-			}
-			outermost, f := w.evalCFI(cur, next, &row, topmost)
-			// A rule needing a register this frame does not know (after
-			// an SFrame or frame-pointer step only SP and FP are) leaves
-			// the frame to frame pointers; anything else is the answer.
-			if !errors.Is(f.err, ErrRegUnknown) || w.opts.NoFramePointer {
-				return MethodCFI, outermost, f
-			}
-		case errors.Is(err, cfi.ErrNoFDE):
-		default:
-			w.noteLookupErr(cur, MethodCFI, err)
-		}
+	if cfiTried {
+		return MethodCFI, false, cfiFail
 	}
-	if w.isSigreturn(cur.Arch, cur.PC) {
+	if !trampoline && w.isSigreturn(cur.Arch, cur.PC) {
 		return MethodSignal, false, w.signalStep(cur, next)
 	}
-	if w.opts.NoFramePointer {
-		return MethodSFrame, false, stepFail{err: ErrNoUnwindInfo}
+	first := MethodSFrame
+	if len(w.methods) > 0 {
+		first = w.methods[0]
 	}
-	if fb := w.opts.Fallback; fb != nil {
+	return first, false, stepFail{err: ErrNoUnwindInfo, cause: w.notCovered()}
+}
+
+// notCovered is the cause of a walk that ends because no allowed method
+// describes a frame; made once per walk, on failure only.
+func (w *Walker) notCovered() error {
+	return &NotCoveredError{Allowed: append([]Method(nil), w.methods...)}
+}
+
+// trySFrame steps with the SFrame row of the PC; ok is false when the
+// module has no row for it (or its table is corrupt, which is noted).
+func (w *Walker) trySFrame(cur, next *regs.Set, mod *Module, lookup uint64, topmost bool) (Method, bool, stepFail, bool) {
+	rf := mod.rowFinder()
+	if rf == nil {
+		return 0, false, stepFail{}, false
+	}
+	row, err := rf.Lookup(lookup - mod.Bias)
+	switch {
+	case err == nil:
+		if row.Signal {
+			return MethodSignal, false, w.signalStep(cur, next), true
+		}
+		outermost, f := w.evalRow(cur, next, &row, topmost)
+		return MethodSFrame, outermost, f, true
+	case errors.Is(err, sframe.ErrNoFunc):
+	default:
+		// A corrupt table: remember it and try the next method, as the
+		// kernel falls back to frame pointers for any failed lookup.
+		w.noteLookupErr(cur, MethodSFrame, err)
+	}
+	return 0, false, stepFail{}, false
+}
+
+// tryCFI steps with the module's DWARF CFI row of the PC; ok is false
+// when no FDE covers it (or the table is corrupt, which is noted).
+func (w *Walker) tryCFI(cur, next *regs.Set, mod *Module, lookup uint64, topmost bool) (Method, bool, stepFail, bool) {
+	if mod.CFI == nil {
+		return 0, false, stepFail{}, false
+	}
+	row, err := mod.CFI.Lookup(lookup - mod.Bias)
+	switch {
+	case err == nil:
+		if row.Signal && (cur.Arch == regs.AMD64 || cur.Arch == regs.ARM64 || cur.Arch == regs.S390X) {
+			return MethodSignal, false, w.signalStep(cur, next), true
+		}
+		outermost, f := w.evalCFI(cur, next, &row, topmost)
+		return MethodCFI, outermost, f, true
+	case errors.Is(err, cfi.ErrNoFDE):
+	default:
+		w.noteLookupErr(cur, MethodCFI, err)
+	}
+	return 0, false, stepFail{}, false
+}
+
+// tryChain steps with a stack-chain method: opts.Fallback when it is that
+// method, else the built-in frame-pointer step on amd64 and arm64; ok is
+// false when the architecture has no such chain.
+func (w *Walker) tryChain(m Method, cur, next *regs.Set, mod *Module, topmost bool) (Method, bool, stepFail, bool) {
+	if fb := w.opts.Fallback; fb != nil && (fb.Method() == m || w.opts.Unwinders == nil) {
 		outermost, f := w.fallback(fb, cur, next, topmost)
-		return fb.Method(), outermost, f
+		return fb.Method(), outermost, f, true
+	}
+	if m != MethodFP {
+		return 0, false, stepFail{}, false
 	}
 	switch cur.Arch {
 	case regs.AMD64, regs.ARM64:
+		if topmost && w.leafStep(cur, next, mod) {
+			return MethodLinkReg, false, stepFail{}, true
+		}
 		outermost, f := w.fpStep(cur, next, topmost)
-		return MethodFP, outermost, f
+		return MethodFP, outermost, f, true
 	}
-	// s390x: no frame pointer convention; the back chain is a Stepper.
-	return MethodSFrame, false, stepFail{err: ErrNoUnwindInfo}
+	return 0, false, stepFail{}, false
 }
 
 // noteLookupErr keeps the walk's first unwind-table error.

@@ -34,7 +34,8 @@ func runDump(args []string) int {
 	fs.Var(sizeValue{window}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
-	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
+	var unwinders unwinderFlags
+	unwinders.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
@@ -63,11 +64,16 @@ func runDump(args []string) int {
 		}
 		nameRE = re
 	}
+	methods, err := unwinders.methods()
+	if err != nil {
+		return reportUsage(fs, err)
+	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
 				StackWindow: *window,
-				NoCFI:       *noCFI,
+				NoCFI:       unwinders.noCFI,
+				Unwinders:   methods,
 				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
 			},
 		})

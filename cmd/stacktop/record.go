@@ -184,6 +184,7 @@ func runRecord(args []string) int {
 		}
 		if !f.quiet {
 			writeSummary(os.Stderr, st, f.rate, output, format, werr == nil, exitMsg)
+			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.target.UnwinderNames(), ","))
 		}
 		return code
 	})

@@ -10,6 +10,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
+	"stacktop/unwind"
 )
 
 // samplingFlags are the flags record and top share: what to sample and how.
@@ -22,9 +23,11 @@ type samplingFlags struct {
 	idle        bool
 	stackWindow int
 	subprocs    bool
+	unwinders   unwinderFlags
 
-	tids     []int          // parsed from tidList by check
-	threadRE *regexp.Regexp // compiled from threadName by check; nil: all
+	tids     []int           // parsed from tidList by check
+	threadRE *regexp.Regexp  // compiled from threadName by check; nil: all
+	methods  []unwind.Method // parsed from unwinders by check
 }
 
 func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
@@ -36,6 +39,7 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 	f.stackWindow = sampler.DefaultStackWindow
 	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
+	f.unwinders.register(fs)
 }
 
 // check validates the flags against the command line's remaining
@@ -61,6 +65,9 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 		return err
 	}
 	var err error
+	if f.methods, err = f.unwinders.methods(); err != nil {
+		return err
+	}
 	f.tids, err = parseTIDs(f.tidList)
 	return err
 }
@@ -72,7 +79,8 @@ func (f *samplingFlags) engineOptions() sampler.EngineOptions {
 // targetOptions are the sampler options of a periodic recording: line
 // tables load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) targetOptions() sampler.Options {
-	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true}}
+	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true},
+		NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
 }
 
 // session is what record and top sample: an attached target and its

@@ -1,0 +1,155 @@
+package debuginfo
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// buildTailcall compiles the tail-call target -O2 with the given -g flags.
+func buildTailcall(t testing.TB, flags ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "tailcall")
+	args := append([]string{"-O2", "-pthread", "-o", bin, "../testdata/targets/tailcall.c"}, flags...)
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
+	}
+	return bin
+}
+
+func funcSyms(t *testing.T, f *elf.File) map[string]elf.Symbol {
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]elf.Symbol{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			m[s.Name] = s
+		}
+	}
+	return m
+}
+
+// GCC's call sites, DWARF 5 (DW_TAG_call_site) and DWARF 4 with GNU
+// extensions (DW_TAG_GNU_call_site): spin_caller calls jump2, which jumps
+// to jump1, which jumps to spin_here; the chain from the call to spin_here
+// is jump1 then jump2 (innermost first), each frame's PC right after its
+// jump. The wrapper's jump to pause, declared only, is named.
+func TestCallSitesGCC(t *testing.T) {
+	for _, g := range []string{"-gdwarf-5", "-gdwarf-4"} {
+		t.Run(g, func(t *testing.T) {
+			f, err := elf.Open(buildTailcall(t, g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			cs, err := NewCallSites(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sym := funcSyms(t, f)
+			within := func(pc uint64, name string) bool {
+				s := sym[name]
+				return pc > s.Value && pc <= s.Value+s.Size
+			}
+			var call CallSite
+			found := false
+			for _, s := range cs.byReturn {
+				if s.Func == sym["spin_caller"].Value && !s.TailCall {
+					call, found = s, true
+				}
+			}
+			if !found || call.Target != sym["jump2"].Value {
+				t.Fatalf("spin_caller's call site: %+v (found %v), want a call of jump2 at %#x", call, found, sym["jump2"].Value)
+			}
+			isSpin := func(entry uint64, name string) bool { return entry == sym["spin_here"].Value }
+			chain := cs.TailChain(call, nil, isSpin)
+			if len(chain) != 2 || chain[0].Func != sym["jump1"].Value || chain[1].Func != sym["jump2"].Value ||
+				!within(chain[0].ReturnPC, "jump1") || !within(chain[1].ReturnPC, "jump2") {
+				t.Errorf("chain %+v, want jump1 then jump2", chain)
+			}
+			// Called directly: nothing between.
+			isJump2 := func(entry uint64, name string) bool { return entry == sym["jump2"].Value }
+			if c := cs.TailChain(call, nil, isJump2); len(c) != 0 {
+				t.Errorf("direct call gave chain %+v", c)
+			}
+			tails := cs.TailCalls(sym["wait_pause"].Value)
+			if len(tails) != 1 || tails[0].TargetName != "pause" || !within(tails[0].ReturnPC, "wait_pause") {
+				t.Errorf("wait_pause's tail calls %+v, want one jump to pause", tails)
+			}
+		})
+	}
+}
+
+// TailChain keeps only an unambiguous chain, and stops on cycles.
+func TestTailChainAmbiguity(t *testing.T) {
+	cs := &CallSites{byReturn: map[uint64]CallSite{}, tails: map[uint64][]CallSite{}}
+	// A jumps to B or C; both jump to D. A call of A that ends in D is
+	// ambiguous. E jumps to F, F to E (a cycle), E to D.
+	cs.add(CallSite{ReturnPC: 0x105, Func: 0x100, TailCall: true, Target: 0x200})
+	cs.add(CallSite{ReturnPC: 0x10a, Func: 0x100, TailCall: true, Target: 0x300})
+	cs.add(CallSite{ReturnPC: 0x205, Func: 0x200, TailCall: true, Target: 0x400})
+	cs.add(CallSite{ReturnPC: 0x305, Func: 0x300, TailCall: true, Target: 0x400})
+	cs.add(CallSite{ReturnPC: 0x505, Func: 0x500, TailCall: true, Target: 0x600})
+	cs.add(CallSite{ReturnPC: 0x605, Func: 0x600, TailCall: true, Target: 0x500})
+	cs.add(CallSite{ReturnPC: 0x50a, Func: 0x500, TailCall: true, TargetName: "d"})
+	isD := func(entry uint64, name string) bool { return entry == 0x400 || name == "d" }
+	if c := cs.TailChain(CallSite{Target: 0x100}, nil, isD); c != nil {
+		t.Errorf("ambiguous chain kept: %+v", c)
+	}
+	if c := cs.TailChain(CallSite{Target: 0x200}, nil, isD); len(c) != 1 || c[0].ReturnPC != 0x205 {
+		t.Errorf("B -> D: %+v", c)
+	}
+	c := cs.TailChain(CallSite{Target: 0x500}, nil, isD)
+	if !slices.Equal(c, []TailCallFrame{{Func: 0x500, ReturnPC: 0x50a}}) {
+		t.Errorf("E -> D through a cycle: %+v", c)
+	}
+	// A name resolved to an entry is followed.
+	resolve := func(name string) uint64 {
+		if name == "b" {
+			return 0x200
+		}
+		return 0
+	}
+	if c := cs.TailChain(CallSite{TargetName: "b"}, resolve, isD); len(c) != 1 || c[0].Func != 0x200 {
+		t.Errorf("named b -> D: %+v", c)
+	}
+}
+
+func FuzzCallSites(f *testing.F) {
+	ef, err := elf.Open(buildTailcall(f, "-g"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	data := func(name string) []byte {
+		s := ef.Section(name)
+		if s == nil {
+			return nil
+		}
+		b, _ := s.Data()
+		return b
+	}
+	info, abbrev, str := data(".debug_info"), data(".debug_abbrev"), data(".debug_str")
+	ef.Close()
+	f.Add(info, abbrev)
+	f.Fuzz(func(t *testing.T, info, abbrev []byte) {
+		d, err := dwarf.New(abbrev, nil, nil, info, nil, nil, nil, str)
+		if err != nil {
+			return
+		}
+		cs, err := NewCallSitesFromDWARF(d)
+		if cs == nil {
+			t.Fatalf("nil CallSites (err %v)", err)
+		}
+		for _, s := range cs.byReturn {
+			cs.TailChain(s, nil, func(uint64, string) bool { return false })
+		}
+	})
+}

@@ -1,0 +1,220 @@
+package sampler
+
+import (
+	"debug/elf"
+	"sync"
+
+	"stacktop/debuginfo"
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/unwind"
+)
+
+// Tail-call frames. A function that ends in a jump to another leaves no
+// return address: the unwound stack goes from the callee straight to the
+// caller of the function that jumped. gdb puts the missing functions back
+// from DWARF call-site information where the chain is unambiguous, and so
+// does this file: between each unwound callee and its caller, the call
+// site at the caller's return address names the function it called; when
+// that is not the callee's function, the tail calls recorded in DWARF
+// lead from it to the callee, and the functions along the one chain that
+// does are shown as frames of their own, with method "tailcall" and the
+// address after their jump as PC (as gdb prints them).
+//
+// It needs DWARF (the module's or its separate debug file's), so
+// SymbolOptions.NoLines turns it off. The call sites of a module are read
+// once, in the background under AsyncLines (frames get no tail calls until
+// then) and synchronously for dump.
+
+// tailCalls caches each module's call sites and, for callees in other
+// modules, its symbol names.
+type tailCalls struct {
+	mu   sync.Mutex
+	mods map[*procmaps.Module]*moduleCallSites
+}
+
+type moduleCallSites struct {
+	once  sync.Once
+	done  chan struct{}
+	sites *debuginfo.CallSites // nil without DWARF
+
+	namesOnce sync.Once
+	namesDone chan struct{}
+	names     map[string]uint64 // ELF symbol name -> value, for callees named by declarations
+
+	// chains caches TailChain's answer per (caller's return address,
+	// callee's function entry), both ELF addresses of their modules.
+	mu     sync.Mutex
+	chains map[[2]uint64][]debuginfo.TailCallFrame
+}
+
+// maxCachedChains bounds a module's chain cache; past it the cache restarts.
+const maxCachedChains = 1 << 14
+
+func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.mods == nil {
+		tc.mods = map[*procmaps.Module]*moduleCallSites{}
+	}
+	mc, ok := tc.mods[m]
+	if !ok {
+		mc = &moduleCallSites{done: make(chan struct{}), namesDone: make(chan struct{})}
+		tc.mods[m] = mc
+	}
+	return mc
+}
+
+// callSites returns m's call sites, loading them on first use (in the
+// background when async: nil until ready).
+func (s *symbolizer) callSites(t *Target, m *procmaps.Module, async bool) *debuginfo.CallSites {
+	mc := t.tails.module(m)
+	mc.once.Do(func() {
+		ms := s.module(t, m)
+		ms.startLines(m)
+		go func() {
+			defer close(mc.done)
+			// The line tables' DWARF, decompressed once for both.
+			<-ms.linesDone
+			if ms.lines == nil {
+				return
+			}
+			if cs, err := debuginfo.NewCallSitesFromLines(ms.lines); cs != nil && (err == nil || cs.Len() > 0) {
+				mc.sites = cs
+			}
+		}()
+	})
+	if async {
+		select {
+		case <-mc.done:
+		default:
+			return nil
+		}
+	} else {
+		<-mc.done
+	}
+	return mc.sites
+}
+
+// symbolValue is the ELF value of the function named name in m (its
+// dynamic and static symbols, and its debug file's), 0 if none. The names
+// are read once, in the background when async: loaded is false until
+// they are.
+func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string, async bool) (v uint64, loaded bool) {
+	mc := t.tails.module(m)
+	mc.namesOnce.Do(func() {
+		var debug *elf.File
+		if ms := s.module(t, m); ms.debug != nil {
+			debug = ms.debug.File
+		}
+		go func() {
+			defer close(mc.namesDone)
+			names := map[string]uint64{}
+			for _, f := range []*elf.File{m.File, debug} {
+				if f == nil {
+					continue
+				}
+				for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
+					syms, _ := load()
+					for _, sy := range syms {
+						if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 && sy.Name != "" {
+							if _, dup := names[sy.Name]; !dup {
+								names[sy.Name] = sy.Value
+							}
+						}
+					}
+				}
+			}
+			mc.names = names
+		}()
+	})
+	if async {
+		select {
+		case <-mc.namesDone:
+		default:
+			return 0, false
+		}
+	} else {
+		<-mc.namesDone
+	}
+	return mc.names[name], true
+}
+
+// appendTailCalls appends the frames that tail calls removed between
+// callee and its caller (innermost first), named like any other frame.
+func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, caller unwind.Frame, opt SymbolOptions) []profile.Frame {
+	if opt.NoLines || caller.Exact || t.tails == nil {
+		return out
+	}
+	em, ok := t.space.Find(caller.PC - 1)
+	if !ok || em.Module == nil || caller.PC < em.Bias {
+		return out
+	}
+	cs := s.callSites(t, em.Module, opt.AsyncLines)
+	if cs == nil {
+		return out
+	}
+	site, ok := cs.At(caller.PC - em.Bias)
+	if !ok {
+		return out
+	}
+	// The callee's function: its entry in its own module.
+	lookup := callee.PC
+	if !callee.Exact {
+		lookup--
+	}
+	cem, ok := t.space.Find(lookup)
+	if !ok || cem.Module == nil {
+		return out
+	}
+	cms := s.module(t, cem.Module)
+	if cms.table == nil {
+		return out
+	}
+	sym, ok := cms.table.Lookup(lookup - cem.Bias)
+	if !ok {
+		return out
+	}
+	mc := t.tails.module(em.Module)
+	key := [2]uint64{caller.PC - em.Bias, sym.Start}
+	if cem.Module != em.Module {
+		key[1] = ^sym.Start // another module's address: keep the keys apart
+	}
+	mc.mu.Lock()
+	chain, cached := mc.chains[key]
+	mc.mu.Unlock()
+	if !cached {
+		ready := true
+		isCallee := func(entry uint64, name string) bool {
+			if entry != 0 {
+				return cem.Module == em.Module && entry == sym.Start
+			}
+			if name == "" {
+				return false
+			}
+			v, loaded := s.symbolValue(t, cem.Module, name, opt.AsyncLines)
+			ready = ready && loaded
+			return loaded && v == sym.Start
+		}
+		resolve := func(name string) uint64 {
+			v, loaded := s.symbolValue(t, em.Module, name, opt.AsyncLines)
+			ready = ready && loaded
+			return v
+		}
+		chain = cs.TailChain(site, resolve, isCallee)
+		if ready || len(chain) > 0 {
+			// An answer given before the names were read is not kept.
+			mc.mu.Lock()
+			if mc.chains == nil || len(mc.chains) >= maxCachedChains {
+				mc.chains = map[[2]uint64][]debuginfo.TailCallFrame{}
+			}
+			mc.chains[key] = chain
+			mc.mu.Unlock()
+		}
+	}
+	for _, tf := range chain {
+		f := unwind.Frame{PC: tf.ReturnPC + em.Bias, SP: caller.SP, Method: unwind.MethodTailCall}
+		out = s.appendFrames(out, t, f, opt)
+	}
+	return out
+}
