@@ -90,6 +90,10 @@ type Profile struct {
 	Command string
 	Start   time.Time
 	Period  time.Duration // nominal sampling period (1/rate)
+	// Wall tells a wall-clock profile (record --idle: every thread counted
+	// at every tick) from an on-CPU one, where a sample's weight is the
+	// CPU time its thread used, in periods.
+	Wall bool
 
 	Stacks  [][]Frame // interned, leaf first
 	Events  []Event

@@ -147,6 +147,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 	st := t.walk()
 	ts.Complete, ts.Err = st.Complete, st.Err
 	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+	endAtGoRoot(ts)
 }
 
 // walk unwinds the sample just taken. The frames alias the walker's buffer:

@@ -156,7 +156,11 @@ func (m *model) header() []string {
 	if p == nil {
 		l1 = append(l1, "waiting for samples…")
 	} else {
-		l1 = append(l1,
+		mode := "on-CPU"
+		if p.Wall {
+			mode = "wall-clock"
+		}
+		l1 = append(l1, mode,
 			"threads "+strconv.Itoa(s.Threads),
 			fmt.Sprintf("%.1f Hz", s.Rate),
 			fmt.Sprintf("%d samples", p.Samples),
