@@ -23,6 +23,9 @@ type Frame struct {
 	Line                          int
 	Inlined                       bool   // an inlined call inside the next (outer) frame's function
 	Method                        string // unwind method that produced the frame
+	// After, for a frame without a function, is the nearest symbol of its
+	// module before PC: a hint where the code is, not its name.
+	After string
 }
 
 // Name is the frame's display name: the function, or module+0xoff.

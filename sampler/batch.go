@@ -49,7 +49,7 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	for _, w := range out {
 		if w.err == nil {
 			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
-			endAtGoRoot(&w.ts)
+			finishStack(&w.ts)
 		}
 		fn(w.ts, w.err)
 	}

@@ -45,3 +45,26 @@ func endAtGoRoot(ts *ThreadStack) {
 		}
 	}
 }
+
+// SignalFrameName is the name of a signal trampoline's frame (glibc's
+// __restore_rt, the vDSO's __kernel_rt_sigreturn, or a stripped one), as
+// gdb prints it: the frame below it is the code the signal interrupted.
+const SignalFrameName = "<signal handler called>"
+
+// finishStack applies what only a whole symbolised stack tells: which
+// frames are signal trampolines, and where a Go stack ends.
+func finishStack(ts *ThreadStack) {
+	nameSignalFrames(ts.Frames)
+	endAtGoRoot(ts)
+}
+
+// nameSignalFrames names the trampolines: the frames whose caller the
+// unwinder restored from a kernel signal frame.
+func nameSignalFrames(frames []profile.Frame) {
+	for i := 0; i+1 < len(frames); i++ {
+		if frames[i+1].Method == "signal" && !frames[i].Inlined {
+			f := &frames[i]
+			f.Function, f.Offset, f.After = SignalFrameName, 0, ""
+		}
+	}
+}

@@ -52,6 +52,11 @@ type Target struct {
 	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
 	opts      Options
 
+	// stackOf bounds frames a signal interrupted on another stack than
+	// the handler's (sigaltstack) by their own mapping; reads t.space at
+	// call time.
+	stackOf unwind.StackFinder
+
 	walker unwind.Walker
 	sample ptrace.Sample
 	window unwind.StackWindow
@@ -76,6 +81,10 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	// arm64 return addresses may carry a pointer-authentication code; the
 	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
 	t.pacMask, _ = proc.PACMask()
+	t.stackOf = func(sp uint64) (unwind.StackBounds, bool) {
+		m, ok := t.space.MappingAt(sp)
+		return unwind.StackBounds{Low: m.Start, High: m.End}, ok
+	}
 	t.backChain = backchain.Unwinder{
 		InVDSO: func(pc uint64) bool { m, ok := t.mods.ModuleAt(pc); return ok && m.IsVDSO },
 		IsCode: func(pc uint64) bool { _, ok := t.mods.ModuleAt(pc); return ok },
@@ -147,7 +156,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 	st := t.walk()
 	ts.Complete, ts.Err = st.Complete, st.Err
 	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
-	endAtGoRoot(ts)
+	finishStack(ts)
 }
 
 // walk unwinds the sample just taken. The frames alias the walker's buffer:
@@ -159,7 +168,7 @@ func (t *Target) walk() unwind.Stack {
 		t.refresh()
 	}
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
-	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask}
+	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask, StackOf: t.stackOf}
 	if s.Regs.Arch == regs.S390X {
 		// s390x has no usable frame-pointer chain: where SFrame and CFI
 		// have no row, the back chain (-mbackchain code) is the fallback.

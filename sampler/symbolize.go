@@ -218,6 +218,8 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if ms.table != nil {
 		if sym, ok := ms.table.Lookup(lookup); ok {
 			base.Function, base.Offset = sym.Name, vaddr-sym.Start
+		} else if sym, ok := ms.table.Preceding(lookup); ok {
+			base.After = sym.Name
 		}
 	}
 	if opt.NoLines {

@@ -99,14 +99,24 @@ mkdir -p "$out"
 # weighting and the walk's end rules and naming:
 #
 #   cpusplit-fp   threads at 100%, 25% and ~0% of a CPU (frame pointers)
+#   sigalt-fp     a signal handler on a sigaltstack (frame pointers + CFI)
+#   sigalt-cfi    the same, -fomit-frame-pointer (CFI only)
+#   nocfi         neither CFI nor frame pointers: -fomit-frame-pointer
+#                 -fno-asynchronous-unwind-tables -fno-unwind-tables, and
+#                 .eh_frame/.eh_frame_hdr removed from the linked program
 host_targets() {
 	local tmp
 	tmp=$(mktemp -d)
+	local host=(-std=c11 -O2 -pthread -Wall -Wextra -fPIE -pie -fno-stack-protector
+		-fcf-protection=none -fno-stack-clash-protection)
 	(
 		cd "$src"
-		gcc -std=c11 -O2 -pthread -Wall -Wextra -fPIE -pie -fasynchronous-unwind-tables \
-			-fno-stack-protector -fcf-protection=none -fno-stack-clash-protection \
-			-fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o "$tmp/cpusplit-fp" cpusplit.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/cpusplit-fp" cpusplit.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/sigalt-fp" sigalt.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/sigalt-cfi" sigalt.c
+		gcc "${host[@]}" "${omit_fp[@]}" -fno-asynchronous-unwind-tables -fno-unwind-tables \
+			-o "$tmp/nocfi" nocfi.c
+		objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "$tmp/nocfi"
 	)
 	for f in "$tmp"/*; do
 		check_glibc "$f"
