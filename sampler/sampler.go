@@ -68,6 +68,9 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	if opts.StackWindow <= 0 {
 		opts.StackWindow = DefaultStackWindow
 	}
+	if err := checkClass(pid); err != nil {
+		return nil, err
+	}
 	proc, err := tracer.Attach(pid)
 	if err != nil {
 		return nil, err

@@ -128,3 +128,21 @@ func TestDumpNoCFINoFP(t *testing.T) {
 		t.Fatal("no thread named noinfo")
 	}
 }
+
+// TestRefuse32Bit: a 32-bit program is refused at attach with a clear
+// error (dump exits 2), not walked as if it were 64-bit.
+func TestRefuse32Bit(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "i386")
+	res, err := Run(newTracer(t), tg.PID(), Options{})
+	if !errors.Is(err, sampler.ErrNot64Bit) {
+		t.Fatalf("dump of a 32-bit program: err %v, want %v", err, sampler.ErrNot64Bit)
+	}
+	if res != nil && len(res.Threads) > 0 {
+		t.Errorf("dumped %d threads of a 32-bit program", len(res.Threads))
+	}
+	t.Logf("%v", err)
+	if states, _ := targets.ThreadStates(tg.PID()); len(states) == 0 {
+		t.Error("the 32-bit program is gone")
+	}
+}
