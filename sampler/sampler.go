@@ -56,6 +56,7 @@ type Target struct {
 	// the handler's (sigaltstack) by their own mapping; reads t.space at
 	// call time.
 	stackOf unwind.StackFinder
+	perfMap perfMap // names of JIT code (anonymous executable memory)
 
 	walker unwind.Walker
 	sample ptrace.Sample
@@ -75,7 +76,8 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer()}
+	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer(),
+		perfMap: perfMap{pid: pid}}
 	if err := t.refresh(); err != nil {
 		proc.Detach()
 		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)

@@ -207,6 +207,9 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 		if base.Module == "" || em.IsVDSO {
 			base.Offset = f.PC - em.Start
 		}
+		if base.Module == "" {
+			t.perfMap.name(&base) // JIT code
+		}
 		return append(out, base)
 	}
 	base.BuildID = em.Module.BuildID

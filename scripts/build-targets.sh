@@ -104,6 +104,8 @@ mkdir -p "$out"
 #   nocfi         neither CFI nor frame pointers: -fomit-frame-pointer
 #                 -fno-asynchronous-unwind-tables -fno-unwind-tables, and
 #                 .eh_frame/.eh_frame_hdr removed from the linked program
+#   perfmap       JIT-style code in anonymous memory, listed in
+#                 /tmp/perf-PID.map (frame pointers + CFI)
 #   i386          a static 32-bit x86 program (as --32, ld -m elf_i386: no
 #                 multilib C library), which stacktop must refuse
 host_targets() {
@@ -119,6 +121,7 @@ host_targets() {
 		gcc "${host[@]}" "${omit_fp[@]}" -fno-asynchronous-unwind-tables -fno-unwind-tables \
 			-o "$tmp/nocfi" nocfi.c
 		objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "$tmp/nocfi"
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/perfmap" perfmap.c
 		as --32 -o "$tmp/i386.o" i386.s
 		ld -m elf_i386 -o "$tmp/i386" "$tmp/i386.o"
 		rm "$tmp/i386.o"
