@@ -112,11 +112,13 @@ func checkSplit(t *testing.T, hot, cold int64) {
 }
 
 // TestEngineSkipsThreadsThatDidNotRun: in an on-CPU profile a thread that
-// never runs is never stopped; the spinners are.
+// never runs is never stopped; the spinners are. A thread is sampled once
+// it used half a period of CPU (weight.go): at 999 Hz that is 0.5 ms, which
+// a spinner gets even on a heavily loaded machine.
 func TestEngineSkipsThreadsThatDidNotRun(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "manythreads-sframe3", "20", "2")
-	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99, Duration: 1500 * time.Millisecond}, time.Minute)
+	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 999, Duration: 1500 * time.Millisecond}, time.Minute)
 	for _, tid := range byName(t, tg, "mt-cond") {
 		if n := st.Interrupts[tid]; n != 0 {
 			t.Errorf("blocked thread %d was stopped %d times", tid, n)
@@ -235,12 +237,14 @@ func checkAlive(t *testing.T, tg *targets.Target) {
 }
 
 // TestEngineTargetExits: the recording ends by itself when the process
-// exits, with what it sampled until then.
+// exits, with what it sampled until then. At 999 Hz: a spinner is sampled
+// once it used half a period of CPU, which it gets in 700 ms even on a
+// loaded machine.
 func TestEngineTargetExits(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "exiter-sframe3", "exit", "700")
 	start := time.Now()
-	e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99}, 30*time.Second)
+	e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 999}, 30*time.Second)
 	if !st.Exited {
 		t.Fatalf("Run returned after %v without the process exiting", time.Since(start))
 	}

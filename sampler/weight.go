@@ -24,8 +24,8 @@ package sampler
 //
 // The error bound: per thread, what it ran since its last sample (under
 // half a period, or up to deferLimit periods while it is never caught
-// running) is not in the profile yet, and a thread that exits takes its
-// credit with it. Schedstat's run time itself is exact to the scheduler's
+// running, more after a burst the engine is still spreading) is not in
+// the profile yet, and a thread that exits takes its credit with it. Schedstat's run time itself is exact to the scheduler's
 // accounting (it moves when a thread leaves a CPU, or at a scheduler tick).
 // docs/record.md has the figures.
 
@@ -53,10 +53,16 @@ func (th *threadState) charge(old, cur uint64) {
 }
 
 // takeCredit returns the weight of a sample of th, in periods (at least
-// 1), and keeps the remainder of its credit.
+// 1), and keeps the remainder of its credit. A large credit (a thread that
+// ran a burst while the engine could not keep up) is spread over the
+// following samples, half of it at a time: one stack standing for many
+// periods makes the profile noisier, not truer. The total is kept.
 func (e *Engine) takeCredit(th *threadState) int64 {
 	p := int64(e.period)
 	w := max((th.credit+p/2)/p, 1)
+	if w > deferLimit {
+		w = max(deferLimit, w/2)
+	}
 	th.credit -= w * p
 	return w
 }
