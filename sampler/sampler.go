@@ -149,6 +149,7 @@ func (t *Target) refresh() error {
 // execve every mapping, module and symbol table of the old image is stale.
 func (t *Target) reload() error {
 	t.space = nil
+	t.perfMap = perfMap{pid: t.PID} // the new program writes its own
 	if err := t.refresh(); err != nil {
 		return err
 	}
