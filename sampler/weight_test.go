@@ -82,8 +82,16 @@ func TestEngineOnCPUWeights(t *testing.T) {
 			t.Errorf("%s: %.1f%% of the samples, but %.1f%% of the CPU time", n, got, want)
 		}
 	}
-	if w := 100 * float64(samples["waker"]) / float64(total); w > 5 {
-		t.Errorf("the waker has %.1f%% of the samples, want <= 5%%", w)
+	// The nominal split (80/20/<=5) holds when the spinners get their CPU;
+	// on a loaded machine the waker's few microseconds per wake-up are a
+	// bigger share of what the process got, and the check above is the one
+	// that says whether the profile is true.
+	if busy := float64(after["hot"]-before["hot"]) / float64(st.Elapsed); busy >= 0.7 {
+		if w := 100 * float64(samples["waker"]) / float64(total); w > 5 {
+			t.Errorf("the waker has %.1f%% of the samples, want <= 5%%", w)
+		}
+	} else {
+		t.Logf("hot got %.0f%% of a CPU (a loaded machine): the nominal split is not checked", 100*busy)
 	}
 	profCPU := time.Duration(total) * p.Period
 	procCPU := time.Duration(procAfter - procBefore)
