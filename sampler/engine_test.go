@@ -47,6 +47,33 @@ func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Durati
 	return e, e.Stats()
 }
 
+// runEngineUntil runs an engine for at least min, then until enough says
+// the profile holds what the test needs, or max has passed.
+func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.Duration, enough func(*profile.Profile) bool) (*Engine, Stats) {
+	t.Helper()
+	e := NewEngine(tg, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), max)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e, e.Stats()
+		case <-tick.C:
+			if time.Since(start) >= min && enough(e.Snapshot()) {
+				cancel()
+			}
+		}
+	}
+}
+
 // hasFunc reports whether a stack holds a frame of function name.
 func hasFunc(frames []profile.Frame, name string) bool {
 	return slices.ContainsFunc(frames, func(f profile.Frame) bool { return f.Function == name })
@@ -78,7 +105,10 @@ func TestEngineSplit(t *testing.T) {
 	for _, variant := range []string{"sframe3", "fp"} {
 		t.Run(variant, func(t *testing.T) {
 			tg := targets.Start(t, "split-"+variant)
-			e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 499, Duration: 2 * time.Second}, time.Minute)
+			// On-CPU samples count CPU time: on a loaded machine 2 s may
+			// not hold enough of it, so the recording runs until it does.
+			e, st := runEngineUntil(t, openTarget(t, tg.PID()), EngineOptions{Rate: 499}, 2*time.Second, 20*time.Second,
+				func(p *profile.Profile) bool { hot, cold := splitShares(p); return hot+cold >= 300 })
 			hot, cold := splitShares(e.Snapshot())
 			t.Logf("%d samples, hot %d, cold %d, pause median %v p99 %v", st.Samples, hot, cold, st.Pause.Median, st.Pause.P99)
 			checkSplit(t, hot, cold)
