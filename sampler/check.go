@@ -42,6 +42,7 @@ type threadState struct {
 	// credit is the CPU time (ns) the thread used since its last sample,
 	// less what earlier samples' rounding already counted (weight.go).
 	credit   int64
+	weight   int64 // of this tick's sample, decided by onCPU
 	stack    []profile.Frame
 	complete bool
 	profiled *profile.Thread // its record in the profile, once it has one

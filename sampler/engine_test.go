@@ -49,7 +49,7 @@ func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Durati
 
 // runEngineUntil runs an engine for at least min, then until enough says
 // the profile holds what the test needs, or max has passed.
-func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.Duration, enough func(*profile.Profile) bool) (*Engine, Stats) {
+func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.Duration, enough func(*Engine) bool) (*Engine, Stats) {
 	t.Helper()
 	e := NewEngine(tg, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), max)
@@ -67,7 +67,7 @@ func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.
 			}
 			return e, e.Stats()
 		case <-tick.C:
-			if time.Since(start) >= min && enough(e.Snapshot()) {
+			if time.Since(start) >= min && enough(e) {
 				cancel()
 			}
 		}
@@ -108,7 +108,7 @@ func TestEngineSplit(t *testing.T) {
 			// On-CPU samples count CPU time: on a loaded machine 2 s may
 			// not hold enough of it, so the recording runs until it does.
 			e, st := runEngineUntil(t, openTarget(t, tg.PID()), EngineOptions{Rate: 499}, 2*time.Second, 20*time.Second,
-				func(p *profile.Profile) bool { hot, cold := splitShares(p); return hot+cold >= 300 })
+				func(e *Engine) bool { hot, cold := splitShares(e.Snapshot()); return hot+cold >= 300 })
 			hot, cold := splitShares(e.Snapshot())
 			t.Logf("%d samples, hot %d, cold %d, pause median %v p99 %v", st.Samples, hot, cold, st.Pause.Median, st.Pause.P99)
 			checkSplit(t, hot, cold)

@@ -8,39 +8,46 @@ package sampler
 // tick, and got as many samples as a thread spinning at 100%.
 //
 // So each thread keeps credit, the CPU time (schedstat run time) it used
-// since its last sample, and a sample's weight is that credit in sampling
-// periods, rounded; the remainder (less than half a period either way)
-// stays for the next sample. The weights of all samples then add up to the
-// CPU time of the sampled threads, in periods, whatever the rate achieved,
-// the ticks missed or the back-off of idle threads' readings: what a
-// thread ran between two samples is never lost, only carried.
+// since the engine last decided about it. At each tick where a thread
+// ran, its credit becomes a weight in sampling periods: the whole periods,
+// plus one more with the probability of the fraction left (a thread that
+// ran 50 µs of a 10 ms period is sampled at one tick in 200, with weight
+// 1). A weight of zero takes no sample and does not stop the thread. The
+// expected weight is exactly the credit, so the profile's total, samples ×
+// period, is the CPU time the process used, and each thread's share of it
+// its share of the CPU. The sample is taken at the tick, like a sample of
+// "the threads that ran" always was: where a thread was, among the ticks
+// it ran at, not where it was when it was preempted or went to sleep after
+// a long run.
 //
-// Which moment stands for that time: a thread is sampled once its credit
-// reaches half a period, at a tick where it is running or runnable (so a
-// thread that spins a quarter of the time is seen spinning, not in the
-// sleep between two spins), or anyway once its credit reaches
-// deferLimit periods (a thread that is almost never caught on a CPU, like
-// one that only wakes to sleep again, is seen where it waits).
+// A credit of several periods (ticks the engine could not keep on a loaded
+// machine, a thread whose readings were backed off) makes one sample of
+// that weight: noisier than several samples, but the total stays true.
 //
-// The error bound: per thread, what it ran since its last sample (under
-// half a period, or up to deferLimit periods while it is never caught
-// running, more after a burst the engine is still spreading) is not in
-// the profile yet, and a thread that exits takes its credit with it. Schedstat's run time itself is exact to the scheduler's
-// accounting (it moves when a thread leaves a CPU, or at a scheduler tick).
-// docs/record.md has the figures.
+// The error bound: in expectation none; per thread the weights differ from
+// its CPU time by a sum of independent roundings, each within one period
+// (the standard deviation of a thread's total is at most half a period
+// times the square root of the ticks it ran at), plus what a thread ran
+// since its last tick when the recording ends or the thread exits.
+// Schedstat's run time itself is exact to the scheduler's accounting (it
+// moves when a thread leaves a CPU, or at a scheduler tick). docs/record.md
+// has the figures.
 
-// deferLimit is how many periods of credit a thread that is never found
-// running may gather before it is sampled where it is.
-const deferLimit = 4
-
-// onCPU appends to todo the threads of ran whose credit is due for a
-// sample at this tick.
+// onCPU appends to todo the threads of ran that get a sample at this tick,
+// and decides their weights.
 func (e *Engine) onCPU(ran, todo []*threadState) []*threadState {
-	half := int64(e.period / 2)
+	p := int64(e.period)
 	for _, th := range ran {
-		switch {
-		case th.credit < half:
-		case th.credit >= deferLimit*int64(e.period), e.runs.running(th):
+		if th.credit <= 0 {
+			th.credit, th.weight = 0, 0
+			continue
+		}
+		w := th.credit / p
+		if frac := th.credit - w*p; frac > 0 && e.rng.Int64N(p) < frac {
+			w++
+		}
+		th.credit, th.weight = 0, w
+		if w > 0 {
 			todo = append(todo, th)
 		}
 	}
@@ -52,17 +59,10 @@ func (th *threadState) charge(old, cur uint64) {
 	th.credit += int64(cur - old)
 }
 
-// takeCredit returns the weight of a sample of th, in periods (at least
-// 1), and keeps the remainder of its credit. A large credit (a thread that
-// ran a burst while the engine could not keep up) is spread over the
-// following samples, half of it at a time: one stack standing for many
-// periods makes the profile noisier, not truer. The total is kept.
+// takeCredit returns the weight onCPU decided for the sample of th just
+// taken, in periods.
 func (e *Engine) takeCredit(th *threadState) int64 {
-	p := int64(e.period)
-	w := max((th.credit+p/2)/p, 1)
-	if w > deferLimit {
-		w = max(deferLimit, w/2)
-	}
-	th.credit -= w * p
-	return w
+	w := th.weight
+	th.weight = 0
+	return max(w, 1)
 }

@@ -52,7 +52,10 @@ func TestEngineOnCPUWeights(t *testing.T) {
 	}
 	tgt := openTarget(t, tg.PID())
 	before, procBefore := threadCPU(t, tg.PID(), names)
-	e, st := runEngine(t, tgt, EngineOptions{Rate: 99, Duration: 3 * time.Second}, time.Minute)
+	// A starved engine (a heavily loaded machine) ticks rarely; the run
+	// lasts until it ticked 250 times, so the shares mean something.
+	e, st := runEngineUntil(t, tgt, EngineOptions{Rate: 99}, 3*time.Second, 30*time.Second,
+		func(e *Engine) bool { return e.Stats().Ticks >= 250 })
 	after, procAfter := threadCPU(t, tg.PID(), names)
 	p := e.Snapshot()
 	if p.Wall {
@@ -95,7 +98,7 @@ func TestEngineOnCPUWeights(t *testing.T) {
 	}
 	profCPU := time.Duration(total) * p.Period
 	procCPU := time.Duration(procAfter - procBefore)
-	t.Logf("profile %v of CPU, the process ran %v; %d stops in %d ticks", profCPU, procCPU, st.Stops, st.Ticks)
+	t.Logf("profile %v of CPU, the process ran %v; %d stops in %d ticks (%d missed), %d failed (%v), %d gone", profCPU, procCPU, st.Stops, st.Ticks, st.MissedTicks, st.Failed, st.LastErr, st.Gone)
 	if r := float64(profCPU) / float64(procCPU); r < 0.85 || r > 1.15 {
 		t.Errorf("the profile holds %v of CPU time, the process used %v", profCPU, procCPU)
 	}
