@@ -42,6 +42,9 @@ type threadState struct {
 	// credit is the CPU time (ns) the thread used since its last sample,
 	// less what earlier samples' rounding already counted (weight.go).
 	credit   int64
+	fresh    int64 // CPU time (ns) charged since the last decision
+	rate     int64 // smoothed CPU time (ns) per decision
+	hasRate  bool
 	weight   int64 // of this tick's sample, decided by onCPU
 	stack    []profile.Frame
 	complete bool
