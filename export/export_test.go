@@ -138,3 +138,25 @@ func TestPprofOpensInGoTool(t *testing.T) {
 		t.Fatalf("go tool pprof -top shares: hot %q cold %q\n%s", flat["hot"], flat["cold"], out)
 	}
 }
+
+// TestPprofSampleTypes: an on-CPU profile is cpu/nanoseconds, a wall-clock
+// one (--idle) wall/nanoseconds, and a weighted sample's value is its
+// weight in periods.
+func TestPprofSampleTypes(t *testing.T) {
+	for _, wall := range []bool{false, true} {
+		p := profile.New(1, "x", time.Unix(1700000000, 0), 10*time.Millisecond)
+		p.Wall = wall
+		p.Add(profile.Sample{TID: 1, Time: p.Start, Weight: 3, Frames: []profile.Frame{{PC: 0x1000, Function: "f"}}})
+		pp := BuildPprof(p)
+		want := "cpu"
+		if wall {
+			want = "wall"
+		}
+		if st := pp.SampleType[1]; st.Type != want || st.Unit != "nanoseconds" || pp.PeriodType.Type != want || pp.DefaultSampleType != want {
+			t.Errorf("wall=%v: sample type %s/%s, period type %s, default %q", wall, st.Type, st.Unit, pp.PeriodType.Type, pp.DefaultSampleType)
+		}
+		if v := pp.Sample[0].Value; v[0] != 3 || v[1] != 30_000_000 {
+			t.Errorf("wall=%v: values %v, want [3 30000000]", wall, v)
+		}
+	}
+}

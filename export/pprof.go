@@ -17,18 +17,28 @@ func WritePprof(w io.Writer, p *profile.Profile) error {
 	return BuildPprof(p).Write(w)
 }
 
-// BuildPprof converts a profile to pprof's in-memory form.
+// BuildPprof converts a profile to pprof's in-memory form. Its sample
+// types are samples/count and, for an on-CPU profile, cpu/nanoseconds (the
+// default), for a wall-clock one (Profile.Wall) wall/nanoseconds.
 func BuildPprof(p *profile.Profile) *pprof.Profile {
 	period := p.Period.Nanoseconds()
+	// On-CPU samples weigh the CPU time their thread used, in periods, so
+	// samples x period is CPU time; under --idle every thread counts at
+	// every tick, which is wall-clock time.
+	clock := "cpu"
+	if p.Wall {
+		clock = "wall"
+	}
 	out := &pprof.Profile{
 		SampleType: []*pprof.ValueType{
 			{Type: "samples", Unit: "count"},
-			{Type: "cpu", Unit: "nanoseconds"},
+			{Type: clock, Unit: "nanoseconds"},
 		},
-		PeriodType:    &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
-		Period:        period,
-		TimeNanos:     p.Start.UnixNano(),
-		DurationNanos: p.Duration().Nanoseconds(),
+		DefaultSampleType: clock,
+		PeriodType:        &pprof.ValueType{Type: clock, Unit: "nanoseconds"},
+		Period:            period,
+		TimeNanos:         p.Start.UnixNano(),
+		DurationNanos:     p.Duration().Nanoseconds(),
 	}
 	if p.Command != "" {
 		out.Comments = []string{"stacktop: pid " + strconv.Itoa(p.PID) + ": " + p.Command}

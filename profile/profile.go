@@ -23,6 +23,9 @@ type Frame struct {
 	Line                          int
 	Inlined                       bool   // an inlined call inside the next (outer) frame's function
 	Method                        string // unwind method that produced the frame
+	// After, for a frame without a function, is the nearest symbol of its
+	// module before PC: a hint where the code is, not its name.
+	After string
 }
 
 // Name is the frame's display name: the function, or module+0xoff.
@@ -91,6 +94,10 @@ type Profile struct {
 	Command string
 	Start   time.Time
 	Period  time.Duration // nominal sampling period (1/rate)
+	// Wall tells a wall-clock profile (record --idle: every thread counted
+	// at every tick) from an on-CPU one, where a sample's weight is the
+	// CPU time its thread used, in periods.
+	Wall bool
 
 	Stacks  [][]Frame // interned, leaf first
 	Events  []Event

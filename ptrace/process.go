@@ -229,6 +229,26 @@ func (p *Process) PID() int { return p.pid }
 // it was attached. Such a process is never resumed by this package.
 func (p *Process) WasStopped() bool { return p.wasStopped }
 
+// JobStopped reports whether thread tid is in a job-control stop (SIGSTOP,
+// SIGTSTP, ...), as far as the tracer knows: /proc shows such a thread as
+// t (tracing stop) while it is traced, where the user expects T.
+func (p *Process) JobStopped(tid int) bool {
+	var stopped bool
+	p.tr.do(func() {
+		th := p.threads[tid]
+		switch {
+		case th == nil:
+		case th.state == stateListening, th.state == stateHeld && th.groupStop:
+			stopped = true
+		case th.state == stateRunning:
+			// Seized while stopped: the kernel's group-stop report may not
+			// have been collected yet.
+			stopped = p.wasStopped
+		}
+	})
+	return stopped
+}
+
 // Threads returns the TIDs currently traced, sorted; nil once the process
 // exited or was detached. The slice is shared: callers must not modify it.
 //

@@ -19,6 +19,9 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	infos := make([]procmaps.ThreadInfo, len(tids))
 	for i, tid := range tids {
 		infos[i], _ = procmaps.ReadThreadInfo(t.PID, tid)
+		if infos[i].State == 't' && t.proc.JobStopped(tid) {
+			infos[i].State = 'T' // what it is without stacktop: stopped by a signal
+		}
 	}
 	// Only the walk runs inside the batch; naming the frames waits until
 	// every thread was sampled, so loading symbols and debug info (see
@@ -46,6 +49,7 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	for _, w := range out {
 		if w.err == nil {
 			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
+			finishStack(&w.ts)
 		}
 		fn(w.ts, w.err)
 	}

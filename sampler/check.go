@@ -39,9 +39,16 @@ type threadState struct {
 	// The run the engine's last stop of the thread will show in its
 	// schedstat, not yet seen (see ranSince).
 	owedSlices, owedNS uint64
-	stack              []profile.Frame
-	complete           bool
-	profiled           *profile.Thread // its record in the profile, once it has one
+	// credit is the CPU time (ns) the thread used since its last sample,
+	// less what earlier samples' rounding already counted (weight.go).
+	credit   int64
+	fresh    int64 // CPU time (ns) charged since the last decision
+	rate     int64 // smoothed CPU time (ns) per decision
+	hasRate  bool
+	weight   int64 // of this tick's sample, decided by onCPU
+	stack    []profile.Frame
+	complete bool
+	profiled *profile.Thread // its record in the profile, once it has one
 	// Back-off of idle threads: after idleChecks consecutive readings that
 	// showed no run, schedstat is read again only at tick nextCheck.
 	idleChecks int
@@ -179,6 +186,13 @@ func (e *Engine) judge(th *threadState, tick int64) (ran bool) {
 		ran = e.runs.running(th)
 	}
 	e.ledger.record(th.last.RunNS, cur.RunNS)
+	switch {
+	case th.hasLast:
+		th.charge(th.last.RunNS, cur.RunNS)
+	case tick > 0:
+		// Listed after the first tick: all it ran is since the start.
+		th.charge(0, cur.RunNS)
+	}
 	th.last, th.hasLast, th.readTick = cur, true, tick
 	th.backOff(tick, ran)
 	e.wheel.add(th)
@@ -243,6 +257,7 @@ func (e *Engine) afterBatch(tick int64, batch []*threadState, results []stackRes
 		// What ran until the stop is the sample's; the next tick judges
 		// from here.
 		e.ledger.record(th.last.RunNS, cur.RunNS)
+		th.charge(th.last.RunNS, cur.RunNS)
 		th.last = cur
 	}
 	return exact && e.ledger.stillBut(ran)
@@ -312,8 +327,9 @@ func (r *procRuns) read(th *threadState) (procmaps.Schedstat, bool) {
 	if info.HasSched {
 		return info.Sched, true
 	}
-	// Ticks as run time, so RanSince-style comparison still works.
-	return procmaps.Schedstat{RunNS: info.CPUTicks()}, true
+	// Ticks as run time, in nanoseconds at the usual USER_HZ of 100, so
+	// ranSince's comparison and the on-CPU weights still work.
+	return procmaps.Schedstat{RunNS: info.CPUTicks() * 10_000_000}, true
 }
 
 func (r *procRuns) close(th *threadState) {

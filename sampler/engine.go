@@ -33,8 +33,9 @@ type EngineOptions struct {
 	// Idle makes a wall-clock profile: every thread is counted at every
 	// tick, and a thread that did not run since its last sample is not
 	// stopped again, its last stack is counted once more (it cannot have
-	// changed). Without Idle only threads that ran since the previous tick
-	// are sampled (an on-CPU profile).
+	// changed). Without Idle the profile is on-CPU: only threads that ran
+	// are sampled, each sample weighted by the CPU time its thread used
+	// since its previous one (weight.go).
 	Idle bool
 	TIDs []int // sample only these threads; nil means all
 	Seed uint64
@@ -123,6 +124,12 @@ type Stats struct {
 	TickWork, TickWorkMax time.Duration
 	Exited                bool  // the process is gone
 	LastErr               error // last sampling error other than an exit
+	// Wall tells a wall-clock profile (EngineOptions.Idle) from an on-CPU
+	// one. Weight is the sum of the samples' weights in periods: on-CPU,
+	// the CPU time of the sampled threads (Weight x Period).
+	Wall   bool
+	Weight int64
+	Period time.Duration
 }
 
 // PauseStats summarises durations: exact maximum, median and 99th
@@ -161,6 +168,7 @@ func NewEngine(t *Target, opts EngineOptions) *Engine {
 	e.start = time.Now()
 	e.prof = profile.New(t.PID, procmaps.Cmdline(t.PID), e.start, e.period)
 	e.prof.KeepTimeline(opts.Timeline)
+	e.prof.Wall = opts.Idle
 	return e
 }
 
@@ -242,6 +250,7 @@ type sampled struct {
 	th       *threadState
 	frames   []profile.Frame
 	complete bool
+	weight   int64 // in periods; 0 counts as 1
 	stopped  bool
 	pause    time.Duration
 	total    time.Duration
@@ -291,7 +300,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			todo = append(todo, th)
 		}
 	default:
-		todo = append(todo, ran...)
+		todo = e.onCPU(ran, todo)
 	}
 	e.todo = todo
 	if len(todo) > 0 {
@@ -333,8 +342,12 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			ts := &r.ts
 			th.stack, th.complete = ts.Frames, ts.Complete
 			e.refreshName(th, now)
+			var weight int64
+			if !e.opts.Idle {
+				weight = e.takeCredit(th)
+			}
 			batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
-				stopped: true, pause: ts.Stopped, total: ts.Total})
+				stopped: true, pause: ts.Stopped, total: ts.Total, weight: weight})
 		}
 		clear(results) // drop the frames: th.stack keeps what is needed
 	}
@@ -355,7 +368,7 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 			e.prof.Repeat(b.th.profiled, now)
 		} else {
 			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
-				Frames: b.frames, Truncated: !b.complete})
+				Frames: b.frames, Truncated: !b.complete, Weight: b.weight})
 		}
 		e.st.samples++
 		if b.stopped {
@@ -447,6 +460,7 @@ func (e *Engine) Stats() Stats {
 		Elapsed: e.st.elapsed, Ticks: e.st.ticks, MissedTicks: e.st.missedTicks,
 		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
 		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated,
+		Wall: e.opts.Idle, Weight: e.prof.Samples, Period: e.period,
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
 		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
 		TickWorkMax: e.st.tickWorkMax,

@@ -47,6 +47,33 @@ func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Durati
 	return e, e.Stats()
 }
 
+// runEngineUntil runs an engine for at least min, then until enough says
+// the profile holds what the test needs, or max has passed.
+func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.Duration, enough func(*Engine) bool) (*Engine, Stats) {
+	t.Helper()
+	e := NewEngine(tg, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), max)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	start := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			return e, e.Stats()
+		case <-tick.C:
+			if time.Since(start) >= min && enough(e) {
+				cancel()
+			}
+		}
+	}
+}
+
 // hasFunc reports whether a stack holds a frame of function name.
 func hasFunc(frames []profile.Frame, name string) bool {
 	return slices.ContainsFunc(frames, func(f profile.Frame) bool { return f.Function == name })
@@ -78,7 +105,12 @@ func TestEngineSplit(t *testing.T) {
 	for _, variant := range []string{"sframe3", "fp"} {
 		t.Run(variant, func(t *testing.T) {
 			tg := targets.Start(t, "split-"+variant)
-			e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 499, Duration: 2 * time.Second}, time.Minute)
+			// On-CPU samples count CPU time: on a loaded machine 2 s may
+			// not hold enough of it, so the recording runs until it does.
+			// Weights (0 to a few periods) make a sample count unevenly:
+			// 600 keep the share's noise near what 300 unweighted gave.
+			e, st := runEngineUntil(t, openTarget(t, tg.PID()), EngineOptions{Rate: 499}, 2*time.Second, 20*time.Second,
+				func(e *Engine) bool { hot, cold := splitShares(e.Snapshot()); return hot+cold >= 600 })
 			hot, cold := splitShares(e.Snapshot())
 			t.Logf("%d samples, hot %d, cold %d, pause median %v p99 %v", st.Samples, hot, cold, st.Pause.Median, st.Pause.P99)
 			checkSplit(t, hot, cold)
@@ -112,11 +144,13 @@ func checkSplit(t *testing.T, hot, cold int64) {
 }
 
 // TestEngineSkipsThreadsThatDidNotRun: in an on-CPU profile a thread that
-// never runs is never stopped; the spinners are.
+// never runs is never stopped; the spinners are. A thread is sampled once
+// it used half a period of CPU (weight.go): at 999 Hz that is 0.5 ms, which
+// a spinner gets even on a heavily loaded machine.
 func TestEngineSkipsThreadsThatDidNotRun(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "manythreads-sframe3", "20", "2")
-	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99, Duration: 1500 * time.Millisecond}, time.Minute)
+	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 999, Duration: 1500 * time.Millisecond}, time.Minute)
 	for _, tid := range byName(t, tg, "mt-cond") {
 		if n := st.Interrupts[tid]; n != 0 {
 			t.Errorf("blocked thread %d was stopped %d times", tid, n)
@@ -235,12 +269,14 @@ func checkAlive(t *testing.T, tg *targets.Target) {
 }
 
 // TestEngineTargetExits: the recording ends by itself when the process
-// exits, with what it sampled until then.
+// exits, with what it sampled until then. At 999 Hz: a spinner is sampled
+// once it used half a period of CPU, which it gets in 700 ms even on a
+// loaded machine.
 func TestEngineTargetExits(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "exiter-sframe3", "exit", "700")
 	start := time.Now()
-	e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99}, 30*time.Second)
+	e, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 999}, 30*time.Second)
 	if !st.Exited {
 		t.Fatalf("Run returned after %v without the process exiting", time.Since(start))
 	}

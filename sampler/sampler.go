@@ -59,6 +59,12 @@ type Target struct {
 	// funcAtFn is t.funcAt bound once, so a walk does not allocate it.
 	funcAtFn func(pc uint64) (start, end uint64, ok bool)
 
+	// stackOf bounds frames a signal interrupted on another stack than
+	// the handler's (sigaltstack) by their own mapping; reads t.space at
+	// call time.
+	stackOf unwind.StackFinder
+	perfMap perfMap // names of JIT code (anonymous executable memory)
+
 	walker unwind.Walker
 	sample ptrace.Sample
 	window unwind.StackWindow
@@ -70,11 +76,15 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	if opts.StackWindow <= 0 {
 		opts.StackWindow = DefaultStackWindow
 	}
+	if err := checkClass(pid); err != nil {
+		return nil, err
+	}
 	proc, err := tracer.Attach(pid)
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer()}
+	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer(),
+		perfMap: perfMap{pid: pid}}
 	if err := t.refresh(); err != nil {
 		proc.Detach()
 		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
@@ -89,6 +99,10 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	// arm64 return addresses may carry a pointer-authentication code; the
 	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
 	t.pacMask, _ = proc.PACMask()
+	t.stackOf = func(sp uint64) (unwind.StackBounds, bool) {
+		m, ok := t.space.MappingAt(sp)
+		return unwind.StackBounds{Low: m.Start, High: m.End}, ok
+	}
 	t.backChain = backchain.Unwinder{
 		InVDSO: func(pc uint64) bool { m, ok := t.mods.ModuleAt(pc); return ok && m.IsVDSO },
 		IsCode: func(pc uint64) bool { _, ok := t.mods.ModuleAt(pc); return ok },
@@ -149,6 +163,7 @@ func (t *Target) refresh() error {
 // execve every mapping, module and symbol table of the old image is stale.
 func (t *Target) reload() error {
 	t.space = nil
+	t.perfMap = perfMap{pid: t.PID} // the new program writes its own
 	if err := t.refresh(); err != nil {
 		return err
 	}
@@ -161,6 +176,7 @@ func (t *Target) unwind(ts *ThreadStack) {
 	st := t.walk()
 	ts.Complete, ts.Err = st.Complete, st.Err
 	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+	finishStack(ts)
 }
 
 // walk unwinds the sample just taken. The frames alias the walker's buffer:
@@ -173,7 +189,7 @@ func (t *Target) walk() unwind.Stack {
 	}
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
 	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask,
-		Unwinders: t.opts.Unwinders, FuncAt: t.funcAtFn}
+		Unwinders: t.opts.Unwinders, FuncAt: t.funcAtFn, StackOf: t.stackOf}
 	if s.Regs.Arch == regs.S390X {
 		// s390x has no usable frame-pointer chain: where SFrame and CFI
 		// have no row, the back chain (-mbackchain code) is the fallback.

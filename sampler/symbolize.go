@@ -210,6 +210,9 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 		if base.Module == "" || em.IsVDSO {
 			base.Offset = f.PC - em.Start
 		}
+		if base.Module == "" {
+			t.perfMap.name(&base) // JIT code
+		}
 		return append(out, base)
 	}
 	base.BuildID = em.Module.BuildID
@@ -221,6 +224,8 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if ms.table != nil {
 		if sym, ok := ms.table.Lookup(lookup); ok {
 			base.Function, base.Offset = sym.Name, vaddr-sym.Start
+		} else if sym, ok := ms.table.Preceding(lookup); ok {
+			base.After = sym.Name
 		}
 	}
 	if opt.NoLines {

@@ -28,7 +28,8 @@
 # frame, so chains-sframe2 has no FDE for it (V3 describes it with a
 # flexible FDE).
 #
-# Usage: scripts/build-targets.sh [TOOLCHAIN_DIR]
+# Usage: scripts/build-targets.sh [TOOLCHAIN_DIR | --host-only]
+#   --host-only rebuilds only the targets the host's gcc builds alone.
 #   TOOLCHAIN_DIR defaults to ${STACKTOP_TC:-$HOME/.cache/stacktop-tc} and is
 #   passed to scripts/sframe-toolchain.sh.
 set -euo pipefail
@@ -42,9 +43,6 @@ die() { echo "build-targets: $*" >&2; exit 1; }
 
 [ "$(uname -m)" = x86_64 ] || die "the targets are x86-64 only"
 command -v gcc >/dev/null || die "gcc not found"
-
-tc=$(SFRAME_TC_SUITES="bookworm trixie sid" "$root/scripts/sframe-toolchain.sh" "$tc_dir" | tail -1)
-[ -d "$tc" ] || die "scripts/sframe-toolchain.sh did not print a directory"
 
 common=(-std=c11 -O2 -pthread -Wall -Wextra -fPIE -pie
 	-fasynchronous-unwind-tables -fno-stack-protector -fcf-protection=none
@@ -96,6 +94,51 @@ check_glibc() {
 }
 
 mkdir -p "$out"
+
+# The targets built by the host's gcc alone (no SFrame), for the on-CPU
+# weighting and the walk's end rules and naming:
+#
+#   cpusplit-fp   threads at 100%, 25% and ~0% of a CPU (frame pointers)
+#   sigalt-fp     a signal handler on a sigaltstack (frame pointers + CFI)
+#   sigalt-cfi    the same, -fomit-frame-pointer (CFI only)
+#   nocfi         neither CFI nor frame pointers: -fomit-frame-pointer
+#                 -fno-asynchronous-unwind-tables -fno-unwind-tables, and
+#                 .eh_frame/.eh_frame_hdr removed from the linked program
+#   perfmap       JIT-style code in anonymous memory, listed in
+#                 /tmp/perf-PID.map (frame pointers + CFI)
+#   i386          a static 32-bit x86 program (as --32, ld -m elf_i386: no
+#                 multilib C library), which stacktop must refuse
+host_targets() {
+	local tmp
+	tmp=$(mktemp -d)
+	local host=(-std=c11 -O2 -pthread -Wall -Wextra -fPIE -pie -fno-stack-protector
+		-fcf-protection=none -fno-stack-clash-protection)
+	(
+		cd "$src"
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/cpusplit-fp" cpusplit.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/sigalt-fp" sigalt.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/sigalt-cfi" sigalt.c
+		gcc "${host[@]}" "${omit_fp[@]}" -fno-asynchronous-unwind-tables -fno-unwind-tables \
+			-o "$tmp/nocfi" nocfi.c
+		objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "$tmp/nocfi"
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/perfmap" perfmap.c
+		as --32 -o "$tmp/i386.o" i386.s
+		ld -m elf_i386 -o "$tmp/i386" "$tmp/i386.o"
+		rm "$tmp/i386.o"
+	)
+	for f in "$tmp"/*; do
+		check_glibc "$f"
+		mv "$f" "$out/"
+	done
+	rmdir "$tmp"
+}
+if [ "$tc_dir" = --host-only ]; then
+	host_targets
+	exit 0
+fi
+
+tc=$(SFRAME_TC_SUITES="bookworm trixie sid" "$root/scripts/sframe-toolchain.sh" "$tc_dir" | tail -1)
+[ -d "$tc" ] || die "scripts/sframe-toolchain.sh did not print a directory"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -146,6 +189,8 @@ if command -v go >/dev/null; then
 else
 	echo "build-targets: go not found; goprog not rebuilt" >&2
 fi
+
+host_targets
 
 for f in "$out"/*; do
 	printf '%-24s %7d bytes\n' "$(basename "$f")" "$(stat -c %s "$f")"

@@ -32,13 +32,11 @@ import (
 //     __futex_abstimed_wait_cancelable64 under pthread_cond_wait). They
 //     are on no stack; stacktop rebuilds them the same way (method
 //     "tailcall"), and dropTailCallFrames reports any it lacks.
-//   - Go: gdb and stacktop both walk on past the real end of the system
-//     stacks (runtime.clone and runtime.mcall have CFI that does not mark
-//     them outermost); gdb's frames are compared up to the first address
-//     outside executable memory, and stacktop's walk there ends with an
-//     error (Complete false) instead of stopping at the outermost frame.
-//     Go's pclntab marks those functions (funcFlag TOPFRAME/SPWRITE); the
-//     unwinder does not read those flags yet.
+//   - Go: gdb walks on past the real end of the system stacks
+//     (runtime.clone and runtime.mcall have CFI that does not mark them
+//     outermost); its frames are compared up to the first address outside
+//     executable memory. stacktop ends a stack at the Go runtime's roots
+//     (goexit, mstart, clone, mcall, rt0_go) and calls it complete.
 
 // distroWant says what a comparison requires beyond gdb's frames.
 type distroWant struct {
@@ -157,10 +155,9 @@ func TestDistroGo(t *testing.T) {
 		// plants as the first return address); the system stacks of
 		// threads started by the runtime in runtime.clone (below mstart),
 		// and a stack switched by runtime.mcall (a system stack of the
-		// main thread). stacktop does not know the last two as outermost
-		// frames: see the file comment.
-		bottom:  []string{"runtime.goexit", "runtime.clone", "runtime.mcall"},
-		threads: map[string]string{"gospin": "main.spinLeaf"},
+		// main thread). Every one is complete: dump exits 0.
+		outermost: []string{"runtime.goexit", "runtime.clone", "runtime.mcall", "runtime.mstart", "runtime.rt0_go"},
+		threads:   map[string]string{"gospin": "main.spinLeaf"},
 	})
 }
 
@@ -289,7 +286,7 @@ func compareStopped(t *testing.T, tg *targets.Target, want distroWant) *Result {
 			if last == "" && oneOf("_start", want.outermost) && len(ts.Frames) > 0 && inStart(t, tg.PID(), ts.Frames[len(ts.Frames)-1].PC) {
 				last = "_start" // a stripped program: _start has no symbol
 			}
-			if !ts.Complete || !oneOf(last, want.outermost) {
+			if !ts.Complete || !oneOf(strings.TrimSuffix(last, ".abi0"), want.outermost) {
 				t.Errorf("thread %d (%s): complete=%v (%v), outermost frame %q, want one of %v",
 					ts.TID, ts.Name, ts.Complete, ts.Err, last, want.outermost)
 			}

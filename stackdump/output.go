@@ -50,14 +50,18 @@ func WriteText(w io.Writer, r *Result) error {
 	return bw.Flush()
 }
 
-// frameName is "function+0xoff", or "module+0xoff" with no symbol. An
-// inlined frame has no offset of its own: it shares the PC of the frame
-// that contains it.
+// frameName is "function+0xoff", or "module+0xoff" with no symbol (and
+// the nearest symbol before it as a hint: "libc.so.6+0x64af (after
+// sleep)"). An inlined frame has no offset of its own: it shares the PC of
+// the frame that contains it.
 func frameName(f profile.Frame) string {
 	if f.Function == "" {
+		if f.After != "" {
+			return f.Name() + " (after " + f.After + ")"
+		}
 		return f.Name()
 	}
-	if f.Inlined {
+	if f.Inlined || f.Function == "<signal handler called>" {
 		return f.Function
 	}
 	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)

@@ -140,6 +140,21 @@ func (t *Table) Lookup(vaddr uint64) (Symbol, bool) {
 	return Symbol{}, false
 }
 
+// Preceding returns the symbol that starts last at or below vaddr, whether
+// or not its range covers vaddr: for an address no symbol covers (code of
+// a stripped object), the nearest name before it, a hint for the reader
+// and nothing more.
+func (t *Table) Preceding(vaddr uint64) (Symbol, bool) {
+	if t == nil {
+		return Symbol{}, false
+	}
+	i, _ := slices.BinarySearch(t.starts, vaddr+1)
+	if i == 0 {
+		return Symbol{}, false
+	}
+	return t.symbol(i - 1), true
+}
+
 // LoadReaderAt parses the ELF object in r and loads its symbols. Unlike
 // elf.NewFile it never panics on corrupt input.
 func LoadReaderAt(r io.ReaderAt) (t *Table, err error) {

@@ -297,3 +297,20 @@ func findRaw(tab *Table, raw string) (Symbol, bool) {
 	}
 	return Symbol{}, false
 }
+
+func TestPreceding(t *testing.T) {
+	tab := &Table{}
+	for _, s := range []Symbol{{Name: "a", Start: 0x100, Size: 0x10}, {Name: "b", Start: 0x200, Size: 0x10}} {
+		tab.syms = append(tab.syms, s)
+		tab.starts = append(tab.starts, s.Start)
+	}
+	for _, c := range []struct {
+		vaddr uint64
+		want  string
+	}{{0x50, ""}, {0x100, "a"}, {0x150, "a"}, {0x1ff, "a"}, {0x200, "b"}, {0x9999, "b"}} {
+		got, ok := tab.Preceding(c.vaddr)
+		if ok != (c.want != "") || got.Name != c.want {
+			t.Errorf("Preceding(%#x) = %q, %v; want %q", c.vaddr, got.Name, ok, c.want)
+		}
+	}
+}

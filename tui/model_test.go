@@ -772,7 +772,9 @@ func TestThreadStacks(t *testing.T) {
 // TestHeaderModeAndRate: the header names the mode and the rate asked
 // next to the achieved one.
 func TestHeaderModeAndRate(t *testing.T) {
-	m := update(t, newTestModel(t, Options{Mode: "wall-clock", RateAsked: 99}), poll(status(hotCold()), 1))
+	p := hotCold()
+	p.Wall = true
+	m := update(t, newTestModel(t, Options{RateAsked: 99}), poll(status(p), 1))
 	head := strings.Join(screen(t, m)[:headerLines], "\n")
 	for _, w := range []string{"wall-clock", "99.5 of 99 Hz"} {
 		if !strings.Contains(head, w) {

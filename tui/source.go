@@ -52,9 +52,6 @@ type Options struct {
 	// StackFrames is how many frames of each thread's latest stack the
 	// threads view shows; default 4.
 	StackFrames int
-	// Mode names the profile in the header: "on-CPU" or "wall-clock".
-	// Empty shows nothing.
-	Mode string
 	// RateAsked is the sampling rate the user asked for, shown next to
 	// the achieved one; 0 shows the achieved rate alone.
 	RateAsked float64

@@ -160,10 +160,11 @@ func (m *model) header() []string {
 		if m.opt.RateAsked > 0 {
 			rate = fmt.Sprintf("%.1f of %g Hz", s.Rate, m.opt.RateAsked)
 		}
-		if m.opt.Mode != "" {
-			l1 = append(l1, m.opt.Mode)
+		mode := "on-CPU"
+		if p.Wall {
+			mode = "wall-clock"
 		}
-		l1 = append(l1,
+		l1 = append(l1, mode,
 			"threads "+strconv.Itoa(s.Threads),
 			rate,
 			fmt.Sprintf("%d samples", p.Samples),

@@ -60,7 +60,10 @@
 //
 // Every frame says how it was found (Frame.Method). Stack.Complete is set
 // only at a true outermost frame: an SFrame or CFI "RA undefined" row, a
-// zero return address, or a zero saved frame pointer. Otherwise Stack.Err is a
+// zero return address, or a zero saved frame pointer (one the step that
+// found the frame loaded from the stack: a zero the register merely kept
+// through frames that did not save it, in code without unwind information
+// or frame pointers, stops the walk with ErrZeroFP). Otherwise Stack.Err is a
 // *StepError naming the frame, the PC, the method and the address involved.
 //
 // # Guards
@@ -71,6 +74,7 @@
 // stack; a frame pointer must not be below SP; the walk stops at
 // Options.MaxDepth frames (DefaultMaxDepth). Registers restored from a
 // signal frame skip the SP checks (the interrupted code may run on
-// another stack than its handler's, with sigaltstack); MaxDepth still
-// bounds the walk.
+// another stack than its handler's, with sigaltstack); from there on the
+// walk is bounded by the interrupted SP's own stack (Options.StackOf), or
+// unbounded when that is not known; MaxDepth still bounds the walk.
 package unwind

@@ -25,6 +25,10 @@ var (
 	ErrOutsideStack = errors.New("stack pointer outside the thread's stack")
 	// ErrBadFP: a frame pointer used as a base is below the SP.
 	ErrBadFP = errors.New("frame pointer below stack pointer")
+	// ErrZeroFP: a frame without unwind information has a zero frame
+	// pointer that no frame record holds (the register kept whatever the
+	// code left in it): it does not prove the end of the stack.
+	ErrZeroFP = errors.New("zero frame pointer without unwind information")
 	// ErrRANotSaved: the row says the return address is still in its
 	// register, which only the topmost frame's registers can tell.
 	ErrRANotSaved = errors.New("return address in register outside the topmost frame")

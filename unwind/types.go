@@ -110,10 +110,19 @@ type StackBounds struct {
 	Low, High uint64
 }
 
+// StackFinder returns the bounds of the stack that holds sp (its mapping),
+// or false when none is known.
+type StackFinder func(sp uint64) (StackBounds, bool)
+
 // Options tune one walk.
 type Options struct {
 	MaxDepth int // 0 means DefaultMaxDepth
 	Stack    StackBounds
+	// StackOf, when set, bounds the frames a signal frame interrupted
+	// that run on another stack than the handler's (sigaltstack): their
+	// SP is checked against its own mapping, not Stack. Without it such
+	// frames are walked without a stack bound (MaxDepth still applies).
+	StackOf StackFinder
 	// NoFramePointer disables the frame-pointer fallback (for tests that
 	// must prove a path is SFrame-only). It disables Fallback too.
 	NoFramePointer bool

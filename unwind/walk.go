@@ -29,6 +29,12 @@ type Walker struct {
 	// escape), and two so a step swaps pointers instead of copying.
 	sets [2]regs.Set
 
+	// fpLoaded tells whether the current frame's FP was loaded by the step
+	// that found the frame (from a frame record, a saved register slot or
+	// a signal frame), not kept from its callee: only a loaded zero FP
+	// proves the end of a frame-pointer chain.
+	fpLoaded bool
+
 	// Set for the duration of one walk.
 	mem       Memory
 	order     binary.ByteOrder
@@ -59,7 +65,7 @@ type stepFail struct {
 // the next call to Walk.
 func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack {
 	w.frames = w.frames[:0]
-	w.mem, w.opts, w.lookupErr, w.mods = mem, opts, nil, mods
+	w.mem, w.opts, w.lookupErr, w.mods, w.fpLoaded = mem, opts, nil, mods, false
 	w.order = opts.ByteOrder
 	if w.order == nil {
 		w.order = ByteOrder(r.Arch)
@@ -128,10 +134,32 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			break
 		}
 		exact = method == MethodSignal
+		if exact {
+			w.boundSignalFrame(next.SP())
+		}
+		fpWas, _ := cur.Get(cur.Arch.FPReg())
+		fpNow, ok := next.Get(next.Arch.FPReg())
+		w.fpLoaded = ok && fpNow != fpWas
 		w.frames = append(w.frames, Frame{PC: next.PC, SP: next.SP(), Method: method, Exact: exact})
 		cur, next, mod = next, cur, nmod
 	}
 	return w.result(st)
+}
+
+// boundSignalFrame re-bounds the walk for the frame a signal interrupted:
+// a handler on an alternate stack (sigaltstack) interrupted code on the
+// thread's own stack, whose SP the alternate stack's bounds would reject.
+func (w *Walker) boundSignalFrame(sp uint64) {
+	b := w.opts.Stack
+	if b.High == 0 || (sp >= b.Low && sp < b.High) {
+		return
+	}
+	w.opts.Stack = StackBounds{}
+	if w.opts.StackOf != nil {
+		if nb, ok := w.opts.StackOf(sp); ok {
+			w.opts.Stack = nb
+		}
+	}
 }
 
 func (w *Walker) result(st Stack) Stack {
@@ -418,9 +446,14 @@ func (w *Walker) fpStep(cur, next *regs.Set, topmost bool) (bool, stepFail) {
 	if fp == 0 {
 		// A zero saved FP ends the chain at the base of the stack (_start
 		// and thread entry clear it). In the topmost frame the FP register
-		// may just hold data, so there it proves nothing.
+		// may just hold data, so there it proves nothing; nor does a zero
+		// the frame kept from its callee (code without frame pointers
+		// leaves any value there): only a zero loaded from the stack.
 		if topmost {
 			return false, stepFail{err: ErrBadFP}
+		}
+		if !w.fpLoaded {
+			return false, stepFail{err: ErrZeroFP}
 		}
 		return true, stepFail{}
 	}

@@ -7,10 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"stacktop/internal/targets"
 )
 
 // The CLI's contract with users: exit codes and one- or two-line messages
@@ -162,4 +165,14 @@ func TestSFrameExitCodes(t *testing.T) {
 	if r := stacktop(t, "sframe", "/etc/hostname"); r.code != 2 || r.stderr == "" {
 		t.Errorf("sframe on a non-ELF file: exit %d, stderr %q", r.code, r.stderr)
 	}
+}
+
+// Test32BitRefused: dump and record refuse a 32-bit program (exit 2, a
+// message saying so) instead of printing stacks of zeros.
+func Test32BitRefused(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "i386")
+	pid := strconv.Itoa(tg.PID())
+	checkAttachFailure(t, stacktop(t, "dump", "-p", pid), "32-bit program")
+	checkAttachFailure(t, stacktop(t, "record", "-p", pid, "--duration", "1s", "-o", filepath.Join(t.TempDir(), "x.pb.gz")), "32-bit program")
 }

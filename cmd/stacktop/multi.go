@@ -241,8 +241,9 @@ func (fl *fleet) stats() (sampler.Stats, int) {
 	for i, s := range fl.sessions {
 		st := s.engine.Stats()
 		if i == 0 {
-			sum.Rate = st.Rate
+			sum.Rate, sum.Wall, sum.Period = st.Rate, st.Wall, st.Period
 		}
+		sum.Weight += st.Weight
 		sum.Elapsed = max(sum.Elapsed, st.Elapsed)
 		sum.Ticks += st.Ticks
 		sum.MissedTicks += st.MissedTicks

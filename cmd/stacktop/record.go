@@ -281,6 +281,12 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 		}
 		fmt.Fprintf(w, "  %s\n", msg)
 	}
+	if st.Wall {
+		fmt.Fprintf(w, "  wall-clock profile (--idle): every thread counted at every tick\n")
+	} else {
+		fmt.Fprintf(w, "  on-CPU profile: samples weighted by their thread's CPU time, %d periods of %v = %v of CPU\n",
+			st.Weight, round(st.Period), round(time.Duration(st.Weight)*st.Period))
+	}
 	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited); ticks missed: %d\n",
 		st.Stops, st.Reused, st.Failed, st.Gone, st.MissedTicks)
 	trunc := 0.0

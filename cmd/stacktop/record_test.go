@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"errors"
@@ -324,7 +325,15 @@ func TestRecordInterrupt(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	// On-CPU samples count CPU time: interrupt once the target used enough
+	// of it for minSplitSamples (at 499 Hz, 2 ms each), at most after 20 s.
+	cpu0 := processCPU(t, tg.PID())
 	time.Sleep(1500 * time.Millisecond)
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if processCPU(t, tg.PID())-cpu0 >= 2*minSplitSamples*2*time.Millisecond {
+			break
+		}
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -383,4 +392,21 @@ func TestRecordUsage(t *testing.T) {
 			t.Errorf("record %q: exit %d, want %d", args, code, exitUsage)
 		}
 	}
+}
+
+// processCPU is the CPU time process pid used so far (utime + stime).
+func processCPU(t *testing.T, pid int) time.Duration {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		t.Fatalf("short stat: %q", b)
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond // USER_HZ 100
 }

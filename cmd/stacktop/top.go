@@ -111,12 +111,8 @@ func runTop(args []string) int {
 			engineDone <- err
 		}()
 
-		mode := "on-CPU"
-		if f.idle {
-			mode = "wall-clock"
-		}
 		uiErr := tui.Run(ctx, ui, tui.Options{Window: *window, Cumulative: *cumulative,
-			SortByTotal: *sortTotal, Mode: mode, RateAsked: f.rate})
+			SortByTotal: *sortTotal, RateAsked: f.rate})
 		cancel()
 		engErr := <-engineDone
 		code := exitTopOK

@@ -1,0 +1,37 @@
+package sampler
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// ErrNot64Bit: the target runs a 32-bit program (i386 on x86-64, arm on
+// arm64). Its registers and stack are in the 32-bit ABI, which the
+// unwinder does not read: stacktop refuses it instead of printing stacks
+// of zeros.
+var ErrNot64Bit = errors.New("32-bit program")
+
+// checkClass refuses a process whose program is a 32-bit ELF file. It
+// reads the ELF identification of /proc/PID/exe; a process whose program
+// cannot be read (gone, or a kernel thread, which Attach refuses with its
+// own reason) passes.
+func checkClass(pid int) error {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var ident [elf.EI_NIDENT]byte
+	if _, err := io.ReadFull(f, ident[:]); err != nil || string(ident[:4]) != elf.ELFMAG {
+		return nil
+	}
+	if elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS32 {
+		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+		return fmt.Errorf("process %d (%s) is a %w: stacktop reads 64-bit processes only", pid, exe, ErrNot64Bit)
+	}
+	return nil
+}
