@@ -37,7 +37,10 @@ type Tracer struct {
 	rawIov     unix.Iovec
 	local      [1]unix.Iovec
 	remote     [1]unix.RemoteIovec
-	each       Sample // SampleEach's, reused across batches
+	batch      batchState // SampleBatch's buffers, reused across batches
+	// signalStops counts signal-delivery-stops resumed outside a sample
+	// (by a drain): the loop then handles the next SIGCHLD at once.
+	signalStops int64
 	spinner    *spinPolicy
 	spin       bool // this batch's waits for a stop poll first (spinPolicy)
 }
