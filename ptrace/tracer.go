@@ -41,8 +41,8 @@ type Tracer struct {
 	// signalStops counts signal-delivery-stops resumed outside a sample
 	// (by a drain): the loop then handles the next SIGCHLD at once.
 	signalStops int64
-	spinner    *spinPolicy
-	spin       bool // this batch's waits for a stop poll first (spinPolicy)
+	spinner     *spinPolicy
+	spin        bool // this batch's waits for a stop poll first (spinPolicy)
 }
 
 type request struct {

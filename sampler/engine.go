@@ -118,9 +118,9 @@ type Stats struct {
 	// ShortTicks counts ticks that ended at their deadline with threads
 	// not taken.
 	ShortTicks int64
-	Truncated   int64   // stacks that did not reach the outermost frame
-	Methods     map[string]int64
-	Threads     int // threads traced now
+	Truncated  int64 // stacks that did not reach the outermost frame
+	Methods    map[string]int64
+	Threads    int // threads traced now
 	// Pause is how long a thread stayed stopped per sample (stop reported
 	// by wait -> resume request returned); PauseTotal counts from the
 	// PTRACE_INTERRUPT request instead.
