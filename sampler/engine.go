@@ -111,16 +111,9 @@ type Stats struct {
 	Reused      int64   // --idle samples that reused an unchanged thread's stack
 	Failed      int64   // thread samples that failed (not counting exits)
 	Gone        int64   // thread samples not taken because the thread exited
-	// NotTaken counts thread samples given up because the thread did not
-	// stop before its tick's deadline (busy threads waiting for a CPU, or
-	// an uninterruptible sleep): it was left running.
-	NotTaken int64
-	// ShortTicks counts ticks that ended at their deadline with threads
-	// not taken.
-	ShortTicks int64
-	Truncated  int64 // stacks that did not reach the outermost frame
-	Methods    map[string]int64
-	Threads    int // threads traced now
+	Truncated   int64   // stacks that did not reach the outermost frame
+	Methods     map[string]int64
+	Threads     int // threads traced now
 	// Pause is how long a thread stayed stopped per sample (stop reported
 	// by wait -> resume request returned); PauseTotal counts from the
 	// PTRACE_INTERRUPT request instead.
@@ -132,6 +125,14 @@ type Stats struct {
 	TickWork, TickWorkMax time.Duration
 	Exited                bool  // the process is gone
 	LastErr               error // last sampling error other than an exit
+
+	// NotTaken counts thread samples given up because the thread did not
+	// stop before its tick's deadline (busy threads waiting for a CPU, or
+	// an uninterruptible sleep): it was left running.
+	NotTaken int64
+	// ShortTicks counts ticks that ended at their deadline with threads
+	// not taken.
+	ShortTicks int64
 }
 
 // PauseStats summarises durations: exact maximum, median and 99th
