@@ -114,11 +114,13 @@ func setNoCLDStop(on bool) bool {
 // wait4 of its own TID (O(1) in the kernel, where a wait for any tracee
 // walks every traced thread), and on a stop reads the registers and the
 // stack window (one GETREGSET, one process_vm_readv) into a buffer of its
-// own and resumes the thread at once. Only when no thread in flight has
-// stopped does it hand a sample to the caller (each), one at a time, so a
-// stopped thread waits for at most one caller's turn and one poll round,
-// never for other threads' unwinding. Every window slot owns its stack
-// buffer, allocated before any stop.
+// own and resumes the thread at once. Only once every thread of the window
+// was sampled (or given up) are the samples handed to the caller (each),
+// and only then is the next window interrupted: whatever each costs (an
+// unwind, or the first load of a library's symbols, which on a loaded
+// machine took 300 ms), no thread is stopped meanwhile. A thread is stopped
+// for its own sample only. Every window slot owns its stack buffer,
+// allocated before any stop.
 //
 // A deadline or a cancel channel ends a batch early: a thread that has not
 // stopped by then is not sampled (ErrNotTaken) and left running. Its
@@ -268,8 +270,8 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		}
 	}
 	for {
-		// Keep the window full.
-		for !ended && next < len(tids) && len(b.flights)+len(b.ready)-head < window {
+		// A new window once the last one was handed over.
+		for !ended && next < len(tids) && head == len(b.ready) && len(b.flights) < window {
 			i := next
 			next++
 			if r, ok := p.startSample(i, tids[i], n); ok {
@@ -277,7 +279,7 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 			}
 		}
 		found := p.pollFlights(n)
-		if head < len(b.ready) {
+		if head < len(b.ready) && len(b.flights) == 0 {
 			r := b.ready[head]
 			b.ready[head] = readySample{}
 			if head++; head == len(b.ready) {
