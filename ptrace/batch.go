@@ -300,7 +300,10 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		}
 		now := time.Now()
 		if p.expired(o, now) {
-			// Not taken: what is in flight stays interrupted but runs on.
+			// Take what stopped meanwhile; what is still in flight is not
+			// taken: it stays interrupted but runs on. The window's
+			// samples are then handed over as usual.
+			p.pollFlights(n)
 			for _, f := range b.flights {
 				f.th.inFlight = false
 				if f.th.state == stateHeld && !p.frozen { // stopped since the last poll
@@ -312,7 +315,7 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 			for ; next < len(tids); next++ {
 				give(readySample{i: next, err: ErrNotTaken})
 			}
-			return
+			continue
 		}
 		if now.Sub(lastDrain) >= batchDrainGap {
 			t.drain()
