@@ -203,6 +203,7 @@ const stateCheckGap = 5 * time.Millisecond
 
 // batchState is the tracer's reusable batch storage.
 type batchState struct {
+	running bool // a batch is under way (drains then do not chase signals)
 	slots   []*Sample
 	free    []*Sample
 	flights []flight
@@ -246,7 +247,9 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		b.free = append(b.free, s)
 	}
 	b.flights, b.ready = b.flights[:0], b.ready[:0]
+	b.running = true
 	defer func() {
+		b.running = false
 		// Whatever ended the batch, no thread stays held for it: a stop
 		// still to come is resumed by a drain.
 		for _, f := range b.flights {
@@ -326,8 +329,14 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		if idle++; t.spin && idle < 64 {
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		} else {
+			// Raw: through the Go scheduler, a sleep longer than sysmon's
+			// 20 µs hands this thread's P to another goroutine, and with
+			// one P (record, top) the tracer then waits for it after
+			// every sleep while threads it stopped wait for the tracer:
+			// with line tables loading in the background, ticks took
+			// 0.6 s and a thread stayed stopped 1.4 s.
 			ts := unix.NsecToTimespec(int64(batchPollSleep))
-			unix.Nanosleep(&ts, nil)
+			unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
 		}
 	}
 }

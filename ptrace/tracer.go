@@ -360,6 +360,9 @@ const (
 )
 
 func (t *Tracer) chase(th *thread) {
+	if t.batch.running {
+		return // a batch's threads may be waiting in their stops: no spinning
+	}
 	start := time.Now()
 	deadline := start.Add(chaseSpin)
 	for t.threads[th.tid] == th && th.state == stateRunning {
