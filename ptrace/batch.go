@@ -3,10 +3,15 @@
 package ptrace
 
 import (
+	"errors"
+	"fmt"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 )
 
 // Quiet stops.
@@ -92,4 +97,427 @@ func setNoCLDStop(on bool) bool {
 	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD),
 		uintptr(unsafe.Pointer(&act)), 0, unsafe.Sizeof(act.mask), 0, 0)
 	return e == 0
+}
+
+// Batches of samples.
+//
+// A thread's stop comes some time after PTRACE_INTERRUPT: at once for a
+// thread running on a CPU, after a wake-up and a trip onto a CPU for a
+// sleeping one, after its turn in the run queue for a runnable one (which
+// with more busy threads than CPUs can be many milliseconds). Sampling one
+// thread after another pays each of those latencies in turn: a dump of a
+// thousand sleeping threads waited for a thousand wake-ups, one by one,
+// and a tick of forty spinners on two CPUs waited for forty turns.
+//
+// A batch instead keeps up to batchWindow threads interrupted at once and
+// takes their stops as they come: it polls each thread in flight with a
+// wait4 of its own TID (O(1) in the kernel, where a wait for any tracee
+// walks every traced thread), and on a stop reads the registers and the
+// stack window (one GETREGSET, one process_vm_readv) into a buffer of its
+// own and resumes the thread at once. Only once every thread of the window
+// was sampled (or given up) are the samples handed to the caller (each),
+// and only then is the next window interrupted: whatever each costs (an
+// unwind, or the first load of a library's symbols, which on a loaded
+// machine took 300 ms), no thread is stopped meanwhile. A thread is stopped
+// for its own sample only. Every window slot owns its stack buffer,
+// allocated before any stop.
+//
+// A deadline or a cancel channel ends a batch early: a thread that has not
+// stopped by then is not sampled (ErrNotTaken) and left running. Its
+// interrupt stays pending; when the stop comes, a drain resumes it like
+// any stop nobody waits for (the thread is no longer in flight), so no
+// thread stays stopped and no later sample mistakes that stop for its own
+// (any stop a sample finds is a stop of the thread as it is then).
+//
+// Signal-delivery-stops of threads outside the batch do not wait for its
+// end: every batchDrainGap a drain resumes them with their signal (stops of
+// threads in flight are held for the batch instead).
+
+// BatchOptions tune SampleBatch.
+type BatchOptions struct {
+	// StackWindow is how many bytes above each thread's stack pointer
+	// are copied while it is stopped.
+	StackWindow int
+	// Deadline, if not zero: threads not stopped by then are not sampled
+	// (each gets ErrNotTaken) and left running.
+	Deadline time.Time
+	// Cancel, if not nil: once closed, threads not yet sampled are not
+	// sampled (ErrNotTaken).
+	Cancel <-chan struct{}
+	// OthersStill, if not nil, runs on the tracer thread after the batch;
+	// if it reports true the batch skips its final drain (a walk over
+	// every tracee in the kernel). It must only report true when no
+	// thread outside the batch can have entered a stop while the batch
+	// ran: a stop takes its thread off its CPU, so that thread's run time
+	// is accounted at that moment.
+	OthersStill func() bool
+}
+
+// ErrNotTaken: the thread did not stop before the batch's deadline (or its
+// cancellation) and was left running, not sampled. Not fatal: it is busy
+// and waits for a CPU, or sleeps uninterruptibly.
+var ErrNotTaken = errors.New("ptrace: thread did not stop before the deadline, not sampled")
+
+// SampleEach is SampleBatch with no deadline.
+func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sample, err error) bool) error {
+	return p.SampleBatch(tids, BatchOptions{StackWindow: stackWindow}, each)
+}
+
+// SampleBatch samples the threads tids in a single trip to the tracer
+// thread, overlapping their stops (see "Batches of samples" above), and
+// calls each with the index in tids of every thread and its sample (or
+// error), in the order the threads stopped, after that thread was resumed.
+// Every thread of tids gets exactly one call, unless each returns false or
+// the process exited (ErrProcessExited): then the batch ends there.
+// each runs on the tracer thread: it must not call back into the Tracer or
+// this Process, and s is reused (copy what you keep).
+func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
+	if prstatusSize == 0 {
+		return ErrUnsupportedArch
+	}
+	return p.tr.do(func() {
+		p.tr.stopBatch(func() { p.runBatch(tids, o, each) }, o.OthersStill)
+	})
+}
+
+// batchWindow bounds the threads a batch holds interrupted at once, and so
+// the samples waiting for the caller. Each slot keeps a stack buffer; the
+// window shrinks for large stack windows to keep them within batchBytes.
+const (
+	batchWindow = 32
+	batchBytes  = 4 << 20
+)
+
+// batchDrainGap is how often a long batch drains the events of threads
+// outside it (signals to deliver, group-stops, new threads).
+const batchDrainGap = drainGap
+
+// batchPollSleep is the pause between two polling rounds that found no
+// stop, when the tracer may not spin (spinPolicy).
+const batchPollSleep = 20 * time.Microsecond
+
+// stateCheckGap is how long a thread in flight may go without stopping
+// before /proc is asked whether it sleeps uninterruptibly (no stop comes
+// until the sleep ends) or is a main thread gone zombie (none ever comes).
+const stateCheckGap = 5 * time.Millisecond
+
+// batchState is the tracer's reusable batch storage.
+type batchState struct {
+	running bool // a batch is under way (drains then do not chase signals)
+	slots   []*Sample
+	free    []*Sample
+	flights []flight
+	ready   []readySample
+}
+
+// flight is a thread interrupted by the batch and not stopped yet.
+type flight struct {
+	i       int
+	th      *thread
+	t0      time.Time // interrupt issued
+	seen    time.Time // last poll that found it not stopped
+	checked time.Time // last /proc state check
+	inD     time.Time // first seen in an uninterruptible sleep, or zero
+}
+
+// readySample is a sample (or an error) waiting to be handed to each.
+type readySample struct {
+	i   int
+	s   *Sample // nil with err
+	err error
+}
+
+func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, error) bool) {
+	t := p.tr
+	b := &t.batch
+	n := max(o.StackWindow, 0)
+	window := batchWindow
+	if n > 0 {
+		window = min(window, max(batchBytes/n, 1))
+	}
+	window = min(window, max(len(tids), 1))
+	for len(b.slots) < window {
+		b.slots = append(b.slots, &Sample{})
+	}
+	b.free = b.free[:0]
+	for _, s := range b.slots[:window] {
+		if cap(s.Stack) < n {
+			s.Stack = make([]byte, n) // before any stop
+		}
+		b.free = append(b.free, s)
+	}
+	b.flights, b.ready = b.flights[:0], b.ready[:0]
+	b.running = true
+	defer func() {
+		b.running = false
+		// Whatever ended the batch, no thread stays held for it: a stop
+		// still to come is resumed by a drain.
+		for _, f := range b.flights {
+			f.th.inFlight = false
+			if f.th.state == stateHeld && !p.frozen {
+				p.resume(f.th)
+			}
+		}
+		b.flights, b.ready = b.flights[:0], b.ready[:0]
+	}()
+	next, head := 0, 0
+	ended := false
+	lastDrain := time.Now()
+	idle := 0
+	give := func(r readySample) {
+		if !ended && (!each(r.i, r.s, r.err) || errors.Is(r.err, ErrProcessExited)) {
+			ended = true
+		}
+		if r.s != nil {
+			b.free = append(b.free, r.s)
+		}
+	}
+	for {
+		// A new window once the last one was handed over.
+		for !ended && next < len(tids) && head == len(b.ready) && len(b.flights) < window {
+			i := next
+			next++
+			if r, ok := p.startSample(i, tids[i], n); ok {
+				b.ready = append(b.ready, r)
+			}
+		}
+		found := p.pollFlights(n)
+		if head < len(b.ready) && len(b.flights) == 0 {
+			r := b.ready[head]
+			b.ready[head] = readySample{}
+			if head++; head == len(b.ready) {
+				head, b.ready = 0, b.ready[:0]
+			}
+			give(r)
+			continue
+		}
+		if len(b.flights) == 0 && (ended || next >= len(tids)) {
+			return
+		}
+		if ended {
+			return // the deferred clean-up releases what is in flight
+		}
+		if found {
+			idle = 0
+			continue
+		}
+		now := time.Now()
+		if p.expired(o, now) {
+			// Take what stopped meanwhile; what is still in flight is not
+			// taken: it stays interrupted but runs on. The window's
+			// samples are then handed over as usual.
+			p.pollFlights(n)
+			for _, f := range b.flights {
+				f.th.inFlight = false
+				if f.th.state == stateHeld && !p.frozen { // stopped since the last poll
+					p.resume(f.th)
+				}
+				give(readySample{i: f.i, err: ErrNotTaken})
+			}
+			b.flights = b.flights[:0]
+			for ; next < len(tids); next++ {
+				give(readySample{i: next, err: ErrNotTaken})
+			}
+			continue
+		}
+		if now.Sub(lastDrain) >= batchDrainGap {
+			t.drain()
+			lastDrain = now
+			continue
+		}
+		p.checkFlights(now)
+		if idle++; t.spin && idle < 64 {
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		} else {
+			// Raw: through the Go scheduler, a sleep longer than sysmon's
+			// 20 µs hands this thread's P to another goroutine, and with
+			// one P (record, top) the tracer then waits for it after
+			// every sleep while threads it stopped wait for the tracer:
+			// with line tables loading in the background, ticks took
+			// 0.6 s and a thread stayed stopped 1.4 s.
+			ts := unix.NsecToTimespec(int64(batchPollSleep))
+			unix.RawSyscall(unix.SYS_NANOSLEEP, uintptr(unsafe.Pointer(&ts)), 0, 0)
+		}
+	}
+}
+
+func (p *Process) expired(o BatchOptions, now time.Time) bool {
+	if !o.Deadline.IsZero() && !now.Before(o.Deadline) {
+		return true
+	}
+	if o.Cancel != nil {
+		select {
+		case <-o.Cancel:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// startSample begins the sample of thread tid (index i): an error or a
+// sample at once (ok), or an interrupt and a flight.
+func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
+	b := &p.tr.batch
+	if err := p.usable(); err != nil {
+		return readySample{i: i, err: err}, true
+	}
+	th := p.threads[tid]
+	if th == nil || (tid == p.pid && p.leaderZombie) {
+		if p.seen[tid] {
+			return readySample{i: i, err: ErrThreadExited}, true
+		}
+		return readySample{i: i, err: ErrUnknownThread}, true
+	}
+	now := time.Now()
+	if th.state == stateHeld {
+		// Stopped already (frozen, or a stop we hold): no interrupt.
+		s := b.take()
+		err := p.read(th, s, window, 0)
+		if !p.frozen {
+			p.resume(th)
+		}
+		d := time.Since(now)
+		s.Stopped, s.Total = d, d
+		if err != nil {
+			b.free = append(b.free, s)
+			s = nil
+		}
+		return readySample{i: i, s: s, err: err}, true
+	}
+	if th.blocked {
+		// Found in an uninterruptible sleep by an earlier wait: its
+		// interrupt is pending. Still asleep, it answers at once.
+		if st, err := procmaps.ReadThreadState(p.pid, tid); err == nil && st == 'D' {
+			return readySample{i: i, err: fmt.Errorf("thread %d: %w", tid, ErrThreadBlocked)}, true
+		}
+		th.blocked = false
+	}
+	if th.state == stateRunning || th.state == stateListening {
+		// ESRCH means the thread is gone: the poll collects its exit.
+		ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
+	}
+	th.inFlight = true
+	b.flights = append(b.flights, flight{i: i, th: th, t0: now, seen: now, checked: now})
+	return readySample{}, false
+}
+
+func (b *batchState) take() *Sample {
+	s := b.free[len(b.free)-1]
+	b.free = b.free[:len(b.free)-1]
+	return s
+}
+
+// pollFlights looks once at every thread in flight: a stopped one is
+// sampled and resumed, an exited one reported. It reports whether any
+// thread stopped or exited.
+func (p *Process) pollFlights(window int) (found bool) {
+	b := &p.tr.batch
+	for j := 0; j < len(b.flights); {
+		f := &b.flights[j]
+		th := f.th
+		r, done := p.pollOne(f, window)
+		if !done {
+			j++
+			continue
+		}
+		found = true
+		th.inFlight = false
+		b.ready = append(b.ready, r)
+		last := len(b.flights) - 1
+		b.flights[j] = b.flights[last]
+		b.flights = b.flights[:last]
+	}
+	return found
+}
+
+// pollOne checks one thread in flight without blocking.
+func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
+	th := f.th
+	if p.tr.threads[th.tid] != th {
+		return readySample{i: f.i, err: ErrThreadExited}, true // dropped by an exec in another thread
+	}
+	if th.state != stateHeld {
+		before := time.Now()
+		wpid, ws, err := wait4NoHang(th.tid)
+		switch {
+		case err == unix.ECHILD:
+			return readySample{i: f.i, err: p.gone(th)}, true
+		case err != nil || wpid != th.tid:
+			f.seen = before
+			return readySample{}, false
+		}
+		held, err := p.onStatus(th, ws, true)
+		if err != nil {
+			return readySample{i: f.i, err: err}, true
+		}
+		if !held {
+			f.seen = before
+			return readySample{}, false
+		}
+	}
+	s := p.tr.batch.take()
+	err := p.read(th, s, window, 0)
+	if !p.frozen {
+		p.resume(th)
+	}
+	now := time.Now()
+	// The stop came after the last poll that found none: from there to
+	// the resume is an upper bound of the time the thread stood still.
+	s.Stopped, s.Total = now.Sub(f.seen), now.Sub(f.t0)
+	if err != nil {
+		p.tr.batch.free = append(p.tr.batch.free, s)
+		s = nil
+	}
+	return readySample{i: f.i, s: s, err: err}, true
+}
+
+// checkFlights asks /proc about threads in flight that have not stopped
+// for a while: one in an uninterruptible sleep for blockedGrace is given
+// up (ErrThreadBlocked, as waitUninterruptible does), a main thread gone
+// zombie (it called pthread_exit) never stops and has exited.
+func (p *Process) checkFlights(now time.Time) {
+	b := &p.tr.batch
+	for j := 0; j < len(b.flights); {
+		f := &b.flights[j]
+		if now.Sub(f.checked) < stateCheckGap {
+			j++
+			continue
+		}
+		f.checked = now
+		st, err := procmaps.ReadThreadState(p.pid, f.th.tid)
+		var r readySample
+		switch {
+		case err != nil:
+			j++
+			continue // the poll finds its exit
+		case st == 'Z' || st == 'X':
+			if f.th.tid != p.pid {
+				j++
+				continue // its exit is reported to us
+			}
+			p.leaderZombie = true
+			p.forget(f.th)
+			r = readySample{i: f.i, err: ErrThreadExited}
+		case st == 'D':
+			if f.inD.IsZero() {
+				f.inD = now
+			}
+			if now.Sub(f.inD) < blockedGrace {
+				j++
+				continue
+			}
+			f.th.blocked = true
+			r = readySample{i: f.i, err: fmt.Errorf("thread %d: %w", f.th.tid, ErrThreadBlocked)}
+		default:
+			f.inD = time.Time{}
+			j++
+			continue
+		}
+		f.th.inFlight = false
+		b.ready = append(b.ready, r)
+		last := len(b.flights) - 1
+		b.flights[j] = b.flights[last]
+		b.flights = b.flights[:last]
+	}
 }

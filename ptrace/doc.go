@@ -11,6 +11,7 @@
 //	p, err := tr.Attach(pid)     // *AttachError says why not, and what to do
 //	defer p.Detach()             // idempotent; also tr.DetachAll on signals
 //	s, err := p.Sample(tid, 16<<10, stackEnd)   // or SampleInto to reuse buffers
+//	p.SampleBatch(tids, opts, each)             // many threads, stops overlapped
 //	p.Freeze(); ...; p.Thaw()    // consistent snapshot of all threads
 //
 // Memory (NewMemory) reads target memory from any goroutine with
@@ -68,11 +69,34 @@
 // group-stop listened to, a new thread resumed) within 2 ms of the signal,
 // and polls every 100ms in case a SIGCHLD was missed. The drain is rate
 // limited because its peek walks every traced thread in the kernel, and
-// sampling itself raises a SIGCHLD per stop.
+// sampling itself raises a SIGCHLD per stop. Signals are not: after a
+// drain that delivered one, the next SIGCHLD is handled at once, and the
+// thread is polled for 50 µs in case another signal is queued for it
+// (under a storm each signal would otherwise pay a trip through Go's
+// signal handling and the scheduler, and the queue would grow without
+// end). A drain gives up after 2 ms and resumes after pending requests,
+// so a storm does not starve sampling. During a batch, a drain runs every
+// 2 ms: stops of threads outside it do not wait for its end.
+//
+// # Batches
+//
+// SampleBatch (SampleEach, and the ticks of record and top) overlaps the
+// stop latency of many threads: it interrupts a window of up to 32
+// threads, polls each with a wait4 of its own TID (O(1), where a wait for
+// any tracee walks all of them), samples each as it stops into a buffer
+// of its own and resumes it at once; only when the window is done are the
+// samples handed to the caller (to unwind), so a thread is stopped for its
+// own sample only, however slow the caller. A deadline (or a cancel
+// channel) ends a batch early: threads not stopped by then get
+// ErrNotTaken and run on; their interrupt stop, when it comes, is resumed
+// by a drain. The tracer thread asks for nice -10 where the kernel allows
+// it, so it is not preempted while it holds threads stopped.
 //
 // # The pause
 //
-// A sampled thread stays stopped from its stop to the resume request, and
+// A sampled thread stays stopped from its stop to the resume request (in a
+// batch, Sample.Stopped counts from the last poll that found the thread
+// still running: an upper bound), and
 // everything on that path is kept to what the floor (bench/ptrace-floor.c)
 // does: the stack buffer is allocated before the stop, the requests that
 // cannot block (every ptrace request, process_vm_readv of the stack window,

@@ -39,6 +39,9 @@ type thread struct {
 	// than blockedGrace. Its stop comes when the sleep ends; until then
 	// nothing waits for it (see waitUninterruptible).
 	blocked bool
+	// inFlight: a batch interrupted it and waits for its stop (see
+	// runBatch); any stop is held for the batch.
+	inFlight bool
 }
 
 // Process is an attached process. All its methods run on the tracer thread
@@ -310,44 +313,6 @@ func (p *Process) SampleInto(s *Sample, tid int, stackWindow int, stackEnd uint6
 	return err
 }
 
-// SampleEach samples the threads tids one after another in a single trip
-// to the tracer thread, calling each with every thread's sample (or error)
-// right after that thread was resumed. A dump of a thousand threads then
-// pays the hand-off between goroutines once instead of a thousand times.
-// each runs on the tracer thread: it must not call back into the Tracer or
-// this Process, and s is reused for the next thread (copy what you keep).
-// Returning false stops the batch.
-func (p *Process) SampleEach(tids []int, stackWindow int, each func(s *Sample, err error) bool) error {
-	return p.SampleEachThen(tids, stackWindow, each, nil)
-}
-
-// SampleEachThen is SampleEach for a caller that may be able to prove, once
-// the batch is over, that no thread outside it ran meanwhile (say, from
-// the process's CPU clock). othersStill, if not nil, runs on the tracer
-// thread after the last resume; if it reports true, the batch skips its
-// drain, a walk over every tracee in the kernel (the cost of a thousand
-// threads at each tick). It must only report true when no other thread
-// can have entered a stop while the batch ran: a stop takes its thread off
-// its CPU, so that thread's run time is accounted at that moment.
-func (p *Process) SampleEachThen(tids []int, stackWindow int, each func(s *Sample, err error) bool, othersStill func() bool) error {
-	if prstatusSize == 0 {
-		return ErrUnsupportedArch
-	}
-	return p.tr.do(func() {
-		// One Sample kept by the tracer: its stack buffer is allocated
-		// once, not per batch (and never while a thread is stopped).
-		s := &p.tr.each
-		p.tr.stopBatch(func() {
-			for _, tid := range tids {
-				err := p.sample(s, tid, stackWindow, 0)
-				if !each(s, err) || errors.Is(err, ErrProcessExited) {
-					return
-				}
-			}
-		}, othersStill)
-	})
-}
-
 func (p *Process) usable() error {
 	switch {
 	case p.detached:
@@ -605,8 +570,13 @@ func (p *Process) onStatus(th *thread, ws unix.WaitStatus, hold bool) (bool, err
 		// Signal-delivery-stop: resuming with 0 would discard the signal.
 		th.sig = int(sig)
 	}
-	if hold || p.frozen {
+	if hold || p.frozen || th.inFlight {
+		// A thread a batch interrupted is held for that batch to sample,
+		// whoever waited for its stop (a drain in the middle of the batch).
 		return true, nil
+	}
+	if sig != 0 && ptraceEvent(ws) == 0 {
+		p.tr.signalStops++
 	}
 	p.resume(th)
 	return false, nil

@@ -614,10 +614,8 @@ func TestUninterruptibleThread(t *testing.T) {
 	}
 	results := map[int]error{}
 	tids := p.Threads()
-	i := 0
-	if err := p.SampleEach(tids, 4096, func(s *Sample, err error) bool {
+	if err := p.SampleEach(tids, 4096, func(i int, s *Sample, err error) bool {
 		results[tids[i]] = err
-		i++
 		return true
 	}); err != nil {
 		t.Fatal(err)

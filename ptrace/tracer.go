@@ -37,9 +37,13 @@ type Tracer struct {
 	rawIov     unix.Iovec
 	local      [1]unix.Iovec
 	remote     [1]unix.RemoteIovec
-	each       Sample // SampleEach's, reused across batches
+	batch      batchState // SampleBatch's buffers, reused across batches
 	spinner    *spinPolicy
 	spin       bool // this batch's waits for a stop poll first (spinPolicy)
+
+	// signalStops counts signal-delivery-stops resumed outside a sample
+	// (by a drain): the loop then handles the next SIGCHLD at once.
+	signalStops int64
 }
 
 type request struct {
@@ -94,6 +98,10 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 		return
 	}
 	t.tid = unix.Gettid()
+	raisePriority()
+	// A batch's poll rounds sleep 20 µs; the default timer slack (50 µs)
+	// would more than triple that while stopped threads wait.
+	unix.Prctl(unix.PR_SET_TIMERSLACK, 1000, 0, 0, 0)
 	t.spinner = newSpinPolicy()
 	// Best effort: it only moves the signal handler to another thread
 	// (BenchmarkSampleSteps: the wait for a stop took 40-45 µs with it
@@ -114,13 +122,37 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 	// stop: draining at each one cost a 1,000-thread target a fifth of
 	// stacktop's CPU. So drains are at least drainGap apart; a SIGCHLD
 	// inside the gap arms a timer for its end.
+	//
+	// Except after a drain that delivered a signal: a thread that gets
+	// signals faster than drainGap (a signal storm, a profiling timer)
+	// stops again as soon as it is resumed with one, and each of its
+	// signals would wait a whole gap, queueing up for seconds while the
+	// thread stands still. Such a stop is handled at its SIGCHLD.
 	var lastDrain time.Time
 	late := time.NewTimer(time.Hour)
 	late.Stop()
 	lateArmed := false
+	hot := false // the last drain delivered a signal
+	// again holds a token while a drain ran out of its budget with events
+	// left: the loop drains again, after a pending request if there is one.
+	again := make(chan struct{}, 1)
 	drain := func() {
-		t.drain()
+		before := t.signalStops
+		if !t.drain() {
+			select {
+			case again <- struct{}{}:
+			default:
+			}
+		}
 		lastDrain = time.Now()
+		if hot = t.signalStops != before; hot {
+			// Under a storm the next SIGCHLD is often there already,
+			// and this goroutine would never block: let the program's
+			// other goroutines (the sampling engine, the signal
+			// handler's) run first, with one P they would wait for
+			// the runtime's preemption.
+			runtime.Gosched()
+		}
 	}
 	close(started)
 	for {
@@ -128,7 +160,7 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 		case r := <-t.reqs:
 			r.reply <- t.run(r.fn)
 		case <-sigchld:
-			if wait := drainGap - time.Since(lastDrain); wait > 0 {
+			if wait := drainGap - time.Since(lastDrain); wait > 0 && !hot {
 				if !lateArmed {
 					late.Reset(wait)
 					lateArmed = true
@@ -139,6 +171,8 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 		case <-late.C:
 			lateArmed = false
 			drain()
+		case <-again:
+			drain()
 		case <-tick.C:
 			if len(t.threads) > 0 || len(t.leftTraced) > 0 {
 				drain()
@@ -148,6 +182,25 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 			return
 		}
 	}
+}
+
+// tracerNice is the nice value the tracer thread asks for. While the
+// tracer waits for a CPU, every thread it stopped waits with it: with
+// forty spinning threads on two CPUs, a tracer at the targets' priority
+// was preempted in the middle of batches and kept threads stopped for
+// hundreds of milliseconds, and reached a fifth of the asked rate (bench/
+// pressure.sh). At -10 the scheduler runs it first when it wakes; it only
+// ever runs briefly (a sample is microseconds of its time), so what it
+// takes from others is what sampling costs anyway. Only the tracer thread
+// is raised, and only where the kernel allows it (CAP_SYS_NICE, or
+// RLIMIT_NICE); otherwise it keeps its priority.
+const tracerNice = -10
+
+func raisePriority() {
+	if cur, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil && 20-cur <= tracerNice {
+		return // already at least as high (getpriority returns 20-nice)
+	}
+	unix.Setpriority(unix.PRIO_PROCESS, 0, tracerNice) // this thread only, on Linux
 }
 
 func (t *Tracer) run(fn func()) (p any) {
@@ -202,20 +255,29 @@ func (t *Tracer) detachAll() error {
 }
 
 // drain handles every pending wait event of this thread's tracees
-// without blocking.
-func (t *Tracer) drain() {
+// without blocking. Under a signal storm there is always another event,
+// so it gives up after drainBudget and reports false: the caller drains
+// again once pending requests had their turn.
+func (t *Tracer) drain() (done bool) {
+	deadline := time.Now().Add(drainBudget)
 	for {
 		wpid, ws, stray := t.next(unix.WNOHANG)
 		if stray {
 			t.drainEach(nil)
-			return
+			return true
 		}
 		if wpid <= 0 {
-			return
+			return true
 		}
 		t.dispatch(wpid, ws)
+		if time.Now().After(deadline) {
+			return false
+		}
 	}
 }
+
+// drainBudget bounds one drain (see drain).
+const drainBudget = 2 * time.Millisecond
 
 // next consumes the next wait event of one of our tracees. It peeks first:
 // the event of a child that is not a tracee must be left for its owner, so
@@ -279,7 +341,53 @@ func (t *Tracer) dispatch(wpid int, ws unix.WaitStatus) {
 		}
 		return
 	}
+	before := t.signalStops
 	th.proc.onStatus(th, ws, false)
+	if t.signalStops != before {
+		t.chase(th)
+	}
+}
+
+// A thread resumed with a signal stops again, within microseconds, if
+// another signal is queued for it. Waiting for that stop's SIGCHLD (the
+// kernel, Go's signal handler, the os/signal goroutine, the tracer
+// goroutine) costs every further signal a round trip through the
+// scheduler, which a loaded machine stretches to a millisecond or more:
+// under a few thousand signals a second the queue then grows without end
+// (signals seconds late, the target standing still). So after delivering a
+// signal the tracer polls that thread for chaseSpin, delivering each
+// further signal at once, for at most chaseMax in all.
+const (
+	chaseSpin = 50 * time.Microsecond
+	chaseMax  = time.Millisecond
+)
+
+func (t *Tracer) chase(th *thread) {
+	if t.batch.running {
+		return // a batch's threads may be waiting in their stops: no spinning
+	}
+	start := time.Now()
+	deadline := start.Add(chaseSpin)
+	for t.threads[th.tid] == th && th.state == stateRunning {
+		wpid, ws, err := wait4NoHang(th.tid)
+		if err != nil {
+			return
+		}
+		now := time.Now()
+		if wpid != th.tid {
+			if now.After(deadline) {
+				return
+			}
+			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+			continue
+		}
+		before := t.signalStops
+		th.proc.onStatus(th, ws, false)
+		if t.signalStops == before || now.Sub(start) > chaseMax {
+			return
+		}
+		deadline = now.Add(chaseSpin)
+	}
 }
 
 // adopt registers a thread auto-attached by PTRACE_O_TRACECLONE whose

@@ -31,11 +31,10 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 		frames []unwind.Frame
 		err    error
 	}
-	out := make([]walked, 0, len(tids))
-	i := 0
-	err := t.proc.SampleEach(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
+	out := make([]walked, len(tids))
+	done := make([]bool, len(tids))
+	err := t.proc.SampleEach(tids, t.opts.StackWindow, func(i int, s *ptrace.Sample, err error) bool {
 		w := walked{ts: ThreadStack{TID: tids[i], Name: infos[i].Name, State: stateString(infos[i].State)}, err: err}
-		i++
 		if err == nil {
 			t.sample = *s // shares s.Stack until the next thread: walked before that
 			w.ts.Stopped, w.ts.Total = s.Stopped, s.Total
@@ -43,10 +42,13 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 			w.ts.Complete, w.ts.Err = st.Complete, st.Err
 			w.frames = append([]unwind.Frame(nil), st.Frames...)
 		}
-		out = append(out, w)
+		out[i], done[i] = w, true
 		return true
 	})
-	for _, w := range out {
+	for i, w := range out {
+		if !done[i] {
+			continue // the batch ended early (the process exited)
+		}
 		if w.err == nil {
 			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
 			finishStack(&w.ts)
@@ -57,24 +59,25 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 }
 
 // stackEach is StackEach without the /proc reads (the periodic engine keeps
-// names itself): fn gets the index in tids of each thread. A batch ends
-// early when the process exited; the error is then passed to fn.
-// othersStill is ptrace.Process.SampleEachThen's.
-func (t *Target) stackEach(tids []int, fn func(i int, ts ThreadStack, err error), othersStill func() bool) error {
-	i := 0
-	return t.proc.SampleEachThen(tids, t.opts.StackWindow, func(s *ptrace.Sample, err error) bool {
+// names itself): fn gets the index in tids of each thread, in the order
+// the threads stopped. A batch ends early when the process exited; the
+// error is then passed to fn. A thread that did not stop before
+// o.Deadline (or o.Cancel) gets ptrace.ErrNotTaken. o.StackWindow is set
+// here.
+func (t *Target) stackEach(tids []int, o ptrace.BatchOptions, fn func(i int, ts ThreadStack, err error)) error {
+	o.StackWindow = t.opts.StackWindow
+	return t.proc.SampleBatch(tids, o, func(i int, s *ptrace.Sample, err error) bool {
 		ts := ThreadStack{TID: tids[i]}
-		i++
 		if err != nil {
-			fn(i-1, ts, err)
+			fn(i, ts, err)
 			return true
 		}
 		t.sample = *s // shares s.Stack until the next thread: unwound before that
 		ts.Stopped, ts.Total = s.Stopped, s.Total
 		t.unwind(&ts)
-		fn(i-1, ts, nil)
+		fn(i, ts, nil)
 		return true
-	}, othersStill)
+	})
 }
 
 func stateString(b byte) string {

@@ -223,7 +223,7 @@ func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
 }
 
 // afterBatch runs on the tracer thread once the batch resumed its last
-// thread (ptrace.Process.SampleEachThen). It reads every stopped thread
+// thread (ptrace.BatchOptions.OthersStill). It reads every stopped thread
 // again, and reports whether the process's CPU clock proves that no other
 // thread ran since this tick's ledger window: then none can have entered
 // a ptrace stop the batch would have to look for.

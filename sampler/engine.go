@@ -72,6 +72,12 @@ type Engine struct {
 	// Scratch lists of checkThreads and reconcile, kept between ticks.
 	due, window, idle, ran, fresh []*threadState
 
+	// done is Run's context's: a batch under way gives up its remaining
+	// threads when it closes, so Ctrl-C is not held up by a slow tick.
+	done <-chan struct{}
+	// end is when Duration runs out (zero: never).
+	end time.Time
+
 	mu    sync.Mutex // guards prof (writes happen under it) and st
 	prof  *profile.Profile
 	st    engineStats
@@ -88,8 +94,9 @@ type stackResult struct {
 // engineStats are the counters behind Stats, guarded by Engine.mu.
 type engineStats struct {
 	ticks, missedTicks     int64
+	shortTicks             int64
 	samples, stops, reused int64
-	failed, gone           int64
+	failed, gone, notTaken int64
 	pause, pauseTotal      histogram
 	interrupts             map[int]int64
 	threads                int
@@ -130,6 +137,14 @@ type Stats struct {
 	Wall   bool
 	Weight int64
 	Period time.Duration
+
+	// NotTaken counts thread samples given up because the thread did not
+	// stop before its tick's deadline (busy threads waiting for a CPU, or
+	// an uninterruptible sleep): it was left running.
+	NotTaken int64
+	// ShortTicks counts ticks that ended at their deadline with threads
+	// not taken.
+	ShortTicks int64
 }
 
 // PauseStats summarises durations: exact maximum, median and 99th
@@ -188,6 +203,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	if e.opts.Duration > 0 {
 		deadline = e.start.Add(e.opts.Duration)
 	}
+	e.done, e.end = ctx.Done(), deadline
 	// The first scan only takes each thread's baseline CPU time: "ran
 	// since the previous tick" needs a previous tick.
 	if e.scan(0, time.Now()) {
@@ -218,6 +234,31 @@ func (e *Engine) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// Tick deadlines. A tick gives its threads one period from its start to
+// stop, so a tick that cannot take every thread (more busy threads than
+// CPUs: a runnable thread stops only when the scheduler gives it a CPU)
+// at most halves the rate, within [minTickBudget, maxTickBudget]: at least
+// a few of a loaded machine's time slices (a shorter budget at 499 Hz lost
+// most samples of a single busy thread on a machine with 40 runnable
+// threads per CPU), at most short enough that the end of --duration is
+// seen within 100 ms whatever a tick costs (Ctrl-C and SIGTERM end a tick
+// at once). Threads still running then are left running and counted as
+// not taken (Stats.NotTaken).
+const (
+	minTickBudget = 5 * time.Millisecond
+	maxTickBudget = 50 * time.Millisecond
+)
+
+// tickDeadline is the deadline of a tick's batch starting at now.
+func (e *Engine) tickDeadline(now time.Time) time.Time {
+	budget := min(max(e.period, minTickBudget), maxTickBudget)
+	d := now.Add(budget)
+	if !e.end.IsZero() && e.end.Before(d) {
+		d = e.end
+	}
+	return d
 }
 
 // sleepUntil waits until t, or reports false once ctx is done.
@@ -281,9 +322,10 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	batch := e.batch[:0]
 	defer func() { e.batch = batch[:0] }()
 	var (
-		failed  int64
-		gone    int64
-		lastErr error
+		failed   int64
+		gone     int64
+		notTaken int64
+		lastErr  error
 	)
 	fresh := e.reconcile(tids)
 	ran := e.checkThreads(tick, fresh)
@@ -315,9 +357,14 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		}
 		results := e.results[:len(todo)]
 		clear(results)
-		if err := e.t.stackEach(e.tids, func(i int, ts ThreadStack, err error) {
+		o := ptrace.BatchOptions{
+			Deadline:    e.tickDeadline(time.Now()),
+			Cancel:      e.done,
+			OthersStill: func() bool { return e.afterBatch(tick, todo, results) },
+		}
+		if err := e.t.stackEach(e.tids, o, func(i int, ts ThreadStack, err error) {
 			results[i] = stackResult{ts: ts, err: err, done: true}
-		}, func() bool { return e.afterBatch(tick, todo, results) }); err != nil {
+		}); err != nil {
 			failed++
 			lastErr = err
 		}
@@ -327,12 +374,15 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			case !r.done:
 				continue // the batch ended early
 			case errors.Is(r.err, ptrace.ErrProcessExited):
-				e.commit(batch, now, failed, gone, lastErr)
+				e.commit(batch, now, failed, gone, notTaken, lastErr)
 				e.markExited(now, nil)
 				return true
 			case errors.Is(r.err, ptrace.ErrThreadExited), errors.Is(r.err, ptrace.ErrUnknownThread):
 				gone++
 				e.dropThread(th)
+				continue
+			case errors.Is(r.err, ptrace.ErrNotTaken):
+				notTaken++
 				continue
 			case r.err != nil:
 				failed++
@@ -352,12 +402,12 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 		clear(results) // drop the frames: th.stack keeps what is needed
 	}
 	if tick > 0 {
-		e.commit(batch, now, failed, gone, lastErr)
+		e.commit(batch, now, failed, gone, notTaken, lastErr)
 	}
 	return false
 }
 
-func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, lastErr error) {
+func (e *Engine) commit(batch []sampled, now time.Time, failed, gone, notTaken int64, lastErr error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i := range batch {
@@ -383,6 +433,10 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 	e.st.ticks++
 	e.st.failed += failed
 	e.st.gone += gone
+	e.st.notTaken += notTaken
+	if notTaken > 0 {
+		e.st.shortTicks++
+	}
 	if lastErr != nil {
 		e.st.lastErr = lastErr
 	}
@@ -461,6 +515,7 @@ func (e *Engine) Stats() Stats {
 		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
 		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated,
 		Wall: e.opts.Idle, Weight: e.prof.Samples, Period: e.period,
+		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks,
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
 		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
 		TickWorkMax: e.st.tickWorkMax,

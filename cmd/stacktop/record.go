@@ -287,8 +287,11 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 		fmt.Fprintf(w, "  on-CPU profile: samples weighted by their thread's CPU time, %d periods of %v = %v of CPU\n",
 			st.Weight, round(st.Period), round(time.Duration(st.Weight)*st.Period))
 	}
-	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited); ticks missed: %d\n",
-		st.Stops, st.Reused, st.Failed, st.Gone, st.MissedTicks)
+	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
+		st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
+	if why := shortfall(st, rate); why != "" {
+		fmt.Fprintf(w, "  rate short of the asked %.0f Hz: %s\n", rate, why)
+	}
 	trunc := 0.0
 	if st.Samples > 0 {
 		trunc = 100 * float64(st.Truncated) / float64(st.Samples)
@@ -314,6 +317,27 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 	if st.LastErr != nil {
 		fmt.Fprintf(w, "  last error: %v\n", st.LastErr)
 	}
+}
+
+// shortfall says why the achieved rate fell below 95% of the asked one,
+// or "" if it did not.
+func shortfall(st sampler.Stats, rate float64) string {
+	if st.Elapsed < time.Second/2 || st.Rate >= 0.95*rate {
+		return ""
+	}
+	var why []string
+	if st.MissedTicks > 0 {
+		why = append(why, fmt.Sprintf("%d ticks missed: sampling took longer than the period (mean tick %v, longest %v), or stacktop waited for a CPU",
+			st.MissedTicks, round(st.TickWork), round(st.TickWorkMax)))
+	}
+	if st.ShortTicks > 0 {
+		why = append(why, fmt.Sprintf("%d ticks ended at their deadline with threads not stopped (more busy threads than CPUs, or threads in uninterruptible sleep)",
+			st.ShortTicks))
+	}
+	if len(why) == 0 {
+		why = append(why, "ticks started late (a loaded machine)")
+	}
+	return strings.Join(why, "; ")
 }
 
 func round(d time.Duration) time.Duration {

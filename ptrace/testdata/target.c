@@ -9,6 +9,10 @@
 //                vfork parent sleeps uninterruptibly (state D); then it
 //                prints "back" and the main thread prints "done" once
 //                it was joined
+//   many N S     N threads besides main: the first S spin, the others
+//                block, in turn, in libc's nanosleep, in a raw futex wait
+//                and in a raw read(2) on a pipe; prints "ready" once all
+//                are in place
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -52,6 +56,26 @@ static void *vforker(void *a) {
   printf("back\n");
   return 0;
 }
+static int many_pipe[2];
+static volatile int many_futex, many_started;
+static void *blocker(void *a) {
+  __atomic_add_fetch(&many_started, 1, __ATOMIC_SEQ_CST);
+  char c;
+  switch ((long)a % 3) {
+  case 0:
+    for (;;) { struct timespec ts = {3600, 0}; nanosleep(&ts, 0); }
+  case 1:
+    for (;;) syscall(SYS_futex, &many_futex, 0 /* FUTEX_WAIT */, 0, 0, 0, 0);
+  default:
+    for (;;) syscall(SYS_read, many_pipe[0], &c, 1);
+  }
+  return 0;
+}
+static void *many_spinner(void *a) {
+  __atomic_add_fetch(&many_started, 1, __ATOMIC_SEQ_CST);
+  return spinner(a);
+}
+
 static void handle(int sig, void (*fn)(int)) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -93,6 +117,18 @@ int main(int argc, char **argv) {
     pthread_create(&v, 0, vforker, 0);
     pthread_join(v, 0);
     printf("done\n");
+    for (;;) pause();
+  } else if (!strcmp(mode, "many")) {
+    int n = argc > 2 ? atoi(argv[2]) : 100, spin = argc > 3 ? atoi(argv[3]) : 0;
+    if (pipe(many_pipe) != 0) return 1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    for (long i = 0; i < n; i++)
+      pthread_create(&t, &attr, i < spin ? many_spinner : blocker, (void *)i);
+    while (many_started < n) usleep(1000);
+    usleep(20000); // let the last ones reach their blocking call
+    printf("ready\n");
     for (;;) pause();
   } else if (!strcmp(mode, "exit")) {
     int ms = argc > 2 ? atoi(argv[2]) : 100;

@@ -1,0 +1,280 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// batchAll runs SampleBatch over every thread of p and returns each
+// thread's sample (copied) or error, failing the test unless every thread
+// got exactly one call with its own TID.
+func batchAll(t *testing.T, p *Process, o BatchOptions) (tids []int, samples []Sample, errs []error) {
+	t.Helper()
+	tids = p.Threads()
+	samples = make([]Sample, len(tids))
+	errs = make([]error, len(tids))
+	calls := make([]int, len(tids))
+	err := p.SampleBatch(tids, o, func(i int, s *Sample, err error) bool {
+		calls[i]++
+		errs[i] = err
+		if err == nil {
+			samples[i] = *s
+			samples[i].Stack = append([]byte(nil), s.Stack...)
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range calls {
+		if n != 1 {
+			t.Errorf("thread %d: %d calls, want 1", tids[i], n)
+		}
+		if errs[i] == nil && samples[i].TID != tids[i] {
+			t.Errorf("call for thread %d carried the sample of %d", tids[i], samples[i].TID)
+		}
+	}
+	return tids, samples, errs
+}
+
+// stoppedThreads lists the threads of pid in a ptrace stop (state t).
+func stoppedThreads(t testing.TB, pid int) []int {
+	t.Helper()
+	var out []int
+	for _, tid := range tracedThreads(t, pid) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid))
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if f[0] == "t" {
+			out = append(out, tid)
+		}
+	}
+	return out
+}
+
+// waitNoneStopped polls until no thread of pid is in a ptrace stop: a
+// stop no sample waits for must be resumed by the tracer on its own.
+func waitNoneStopped(t testing.TB, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		left := stoppedThreads(t, pid)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("threads %v still in a ptrace stop 3 s after the batch", left)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A batch of a few hundred threads, most asleep in the kernel (libc's
+// nanosleep, a raw futex wait, a raw read), a few spinning: every thread
+// is sampled exactly once with registers of its own stack, each stop is
+// accounted (Stopped within Total), the threads' stops overlap (the sum
+// of their interrupt-to-resume times exceeds the batch's wall time, which
+// sampling one thread after another cannot do), and none stays stopped.
+func TestBatchOverlapsStops(t *testing.T) {
+	const n = 300
+	tg := startTarget(t, "many", fmt.Sprint(n), "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	maps := readMaps(t, tg.pid)
+	start := time.Now()
+	tids, samples, errs := batchAll(t, p, BatchOptions{StackWindow: 4096})
+	wall := time.Since(start)
+	if len(tids) != n+1 {
+		t.Fatalf("%d threads traced, want %d", len(tids), n+1)
+	}
+	var sum, longest time.Duration
+	for i, s := range samples {
+		if errs[i] != nil {
+			t.Errorf("thread %d: %v", tids[i], errs[i])
+			continue
+		}
+		if s.Stopped <= 0 || s.Stopped > s.Total {
+			t.Errorf("thread %d: stopped %v, total %v: the stop is not accounted within the sample", tids[i], s.Stopped, s.Total)
+		}
+		m, ok := findMapping(maps, s.Regs.SP())
+		if !ok || !strings.HasPrefix(m.perms, "rw") {
+			t.Errorf("thread %d: SP %#x is in no writable mapping", tids[i], s.Regs.SP())
+		}
+		if len(s.Stack) == 0 {
+			t.Errorf("thread %d: no stack bytes (%v)", tids[i], s.StackErr)
+		}
+		sum += s.Total
+		longest = max(longest, s.Stopped)
+	}
+	if sum <= wall {
+		t.Errorf("the threads' interrupt-to-resume times add up to %v in a batch of %v: their stops did not overlap", sum, wall)
+	}
+	t.Logf("%d threads in %v; interrupt-to-resume times sum to %v; longest stop %v", len(tids), wall, sum, longest)
+	waitNoneStopped(t, tg.pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// Twenty spinning threads per CPU: a runnable thread stops only when the
+// scheduler gives it a CPU, so a short deadline leaves some not taken.
+// Each thread still gets one answer; threads not taken are left running
+// and their late interrupt stops are resumed by the tracer (none stays
+// stopped, none is mistaken for a later sample's stop: the next batches
+// sample every thread on its own stack), and detach leaves the process
+// untraced.
+func TestBatchDeadline(t *testing.T) {
+	spinners := 20 * runtime.NumCPU()
+	tg := startTarget(t, "spin", fmt.Sprint(spinners))
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	maps := readMaps(t, tg.pid)
+	notTaken := 0
+	for round := 0; round < 20; round++ {
+		start := time.Now()
+		tids, samples, errs := batchAll(t, p, BatchOptions{StackWindow: 1024, Deadline: start.Add(time.Millisecond)})
+		for i, err := range errs {
+			switch {
+			case errors.Is(err, ErrNotTaken):
+				notTaken++
+			case err != nil:
+				t.Fatalf("round %d thread %d: %v", round, tids[i], err)
+			default:
+				if _, ok := findMapping(maps, samples[i].Regs.SP()); !ok {
+					t.Errorf("round %d thread %d: SP %#x in no mapping", round, tids[i], samples[i].Regs.SP())
+				}
+			}
+		}
+	}
+	t.Logf("%d of %d thread samples not taken within 1 ms", notTaken, 20*(spinners))
+	waitNoneStopped(t, tg.pid)
+	// Without a deadline every thread is taken, late stops or not.
+	tids, samples, errs := batchAll(t, p, BatchOptions{StackWindow: 1024})
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("thread %d without deadline: %v", tids[i], err)
+		} else if _, ok := findMapping(maps, samples[i].Regs.SP()); !ok {
+			t.Errorf("thread %d: SP %#x in no mapping", tids[i], samples[i].Regs.SP())
+		}
+	}
+	// A deadline already past takes nothing and leaves every thread running.
+	_, _, errs = batchAll(t, p, BatchOptions{StackWindow: 1024, Deadline: time.Now().Add(-time.Second)})
+	for i, err := range errs {
+		if err != nil && !errors.Is(err, ErrNotTaken) {
+			t.Errorf("thread %d past the deadline: %v", tids[i], err)
+		}
+	}
+	waitNoneStopped(t, tg.pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+	if s := procState(t, tg.pid); s != 'R' && s != 'S' {
+		t.Errorf("target in state %c after detach, want running", s)
+	}
+}
+
+// A cancelled batch stops at once: what was not sampled is ErrNotTaken.
+func TestBatchCancel(t *testing.T) {
+	tg := startTarget(t, "spin", fmt.Sprint(10*runtime.NumCPU()))
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	cancel := make(chan struct{})
+	close(cancel)
+	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 1024, Cancel: cancel})
+	taken := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			taken++
+		case !errors.Is(err, ErrNotTaken):
+			t.Errorf("thread %d: %v", tids[i], err)
+		}
+	}
+	if taken == len(tids) {
+		t.Errorf("a cancelled batch sampled all %d threads", taken)
+	}
+	waitNoneStopped(t, tg.pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// Signals sent while batches sample the process arrive exactly once:
+// signal-delivery-stops of threads in a batch are sampled and resumed
+// with their signal, those of other threads are resumed by the tracer
+// while the batch runs.
+func TestSignalsDuringBatches(t *testing.T) {
+	tg := startTarget(t, "signals")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	stop := make(chan struct{})
+	var batches atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			tids := p.Threads()
+			err := p.SampleBatch(tids, BatchOptions{StackWindow: 1024, Deadline: time.Now().Add(5 * time.Millisecond)},
+				func(i int, s *Sample, err error) bool {
+					if err != nil && !errors.Is(err, ErrNotTaken) {
+						t.Errorf("thread %d: %v", tids[i], err)
+					}
+					return true
+				})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			batches.Add(1)
+		}
+	}()
+	const nRT = 3000
+	rtsig := syscall.Signal(34 + 6) // glibc SIGRTMIN is 34
+	for i := 0; i < nRT; i++ {
+		if err := syscall.Kill(tg.pid, rtsig); err != nil {
+			t.Fatal(err)
+		}
+		if i%100 == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	waitNoneStopped(t, tg.pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+	syscall.Kill(tg.pid, syscall.SIGTERM)
+	got := strings.TrimSpace(readAllLine(t, tg.out))
+	if want := fmt.Sprintf("usr1=0 rt=%d", nRT); got != want {
+		t.Fatalf("target counted %q, want %q", got, want)
+	}
+	t.Logf("%d batches while signalling", batches.Load())
+}
