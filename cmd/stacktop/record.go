@@ -50,6 +50,7 @@ type recordFlags struct {
 	output   string
 	format   string
 	quiet    bool
+	fleet    fleetFlags
 }
 
 func runRecord(args []string) int {
@@ -60,6 +61,7 @@ func runRecord(args []string) int {
 	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
 	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
+	f.fleet.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
@@ -68,21 +70,30 @@ func runRecord(args []string) int {
 	if !ok {
 		return code
 	}
+	if err := f.fleet.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "stacktop:", err)
+		return exitUsage
+	}
 	format, output, err := chooseOutput(f.format, f.output)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage
 	}
+	if f.fleet.uploading() && f.output == "" && f.format == "" {
+		output = "" // continuous uploads write no file unless asked
+	}
 	fail := exitRecordNothing
 	if len(cmdArgs) > 0 {
 		fail = exitRecordCmdFail
 	}
-	out, err := createOutput(output)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
-		return fail
+	var out *outputFile
+	if output != "" {
+		if out, err = createOutput(output); err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			return fail
+		}
+		defer out.abandon()
 	}
-	defer out.abandon()
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -100,7 +111,17 @@ func runRecord(args []string) int {
 		if !f.quiet && isTerminal(os.Stderr) {
 			stopProgress = showProgress(os.Stderr, eng)
 		}
+		up, err := f.fleet.start(eng, t.PID, f.rate, os.Stderr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			return fail
+		}
+		upCtx, stopUploads := context.WithCancel(ctx)
+		if up != nil {
+			go up.Run(upCtx)
+		}
 		runErr := eng.Run(ctx)
+		stopUploads()
 		stopProgress()
 		detachErr := t.Close()
 
@@ -113,7 +134,10 @@ func runRecord(args []string) int {
 		if detachErr != nil && !st.Exited {
 			fmt.Fprintln(os.Stderr, "stacktop: detaching:", detachErr)
 		}
-		werr := out.commit(func(w io.Writer) error { return export.Write(w, prof, format) })
+		var werr error
+		if out != nil {
+			werr = out.commit(func(w io.Writer) error { return export.Write(w, prof, format) })
+		}
 		if werr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", werr)
 			code = exitRecordWrite
@@ -133,6 +157,11 @@ func runRecord(args []string) int {
 		}
 		if !f.quiet {
 			writeSummary(os.Stderr, st, f.rate, output, format, werr == nil, exitMsg)
+		}
+		if up != nil {
+			if ust := up.Close(); !f.quiet {
+				writeUploadSummary(os.Stderr, ust)
+			}
 		}
 		return code
 	})
@@ -279,6 +308,9 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 	verdict := "written to " + where
 	if !written {
 		verdict = "NOT written"
+	}
+	if output == "" {
+		verdict = "no file"
 	}
 	fmt.Fprintf(w, "stacktop: %d samples in %.2fs (%.1f Hz achieved, %.0f Hz asked), %s (%v)\n",
 		st.Samples, st.Elapsed.Seconds(), st.Rate, rate, verdict, format)
