@@ -3,15 +3,16 @@
 # missing: libc6-dbg (libc's separate debug file: start_thread, clone3 and
 # DWARF lines), binutils (addr2line, objcopy: the oracle), g++, gdb,
 # elfutils (eu-stack, for the benchmarks), tmux (the terminal UI test),
-# xz-utils (the MiniDebugInfo test) and python3 (a distribution program the
-# stack comparison runs). Needs root; without apt-get it says so and does nothing.
+# xz-utils (the MiniDebugInfo test), python3 (a distribution program the
+# stack comparison runs) and debuginfod (the server the debuginfod client
+# test starts). Needs root; without apt-get it says so and does nothing.
 set -euo pipefail
 if ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-query >/dev/null 2>&1; then
 	echo "install-test-deps: no apt-get; install libc6-dbg (or your distribution's glibc debuginfo), binutils, g++, gdb, elfutils by hand" >&2
 	exit 0
 fi
 missing=()
-for pkg in libc6-dbg binutils g++ gdb elfutils tmux xz-utils python3; do
+for pkg in libc6-dbg binutils g++ gdb elfutils tmux xz-utils python3 debuginfod; do
 	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
 		missing+=("$pkg")
 	fi

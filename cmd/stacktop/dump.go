@@ -31,6 +31,7 @@ func runDump(args []string) int {
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	noCFI := fs.Bool("no-cfi", false, "unwind with SFrame and frame pointers only (shows what SFrame covers)")
+	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
@@ -44,6 +45,9 @@ func runDump(args []string) int {
 	if *pid <= 0 || fs.NArg() != 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if !*noLines {
+		prefetchDebuginfo(*pid, *noDebuginfod)
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{

@@ -62,6 +62,7 @@ func runRecord(args []string) int {
 	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
 	f.fleet.register(fs)
+	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
@@ -95,6 +96,7 @@ func runRecord(args []string) int {
 		defer out.abandon()
 	}
 
+	prefetchDebuginfo(f.pid, *noDebuginfod)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
