@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -67,6 +68,18 @@ func Binary() (string, error) {
 	}
 	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
 		return "", fmt.Errorf("otelcol: %w", err)
+	}
+	// go test runs packages in parallel: one builds, the others wait.
+	lock, err := os.OpenFile(bin+".lock", os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return "", fmt.Errorf("otelcol: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("otelcol: locking the build: %w", err)
+	}
+	if _, err := os.Stat(bin); err == nil {
+		return bin, nil
 	}
 	tmp := bin + ".tmp" + fmt.Sprint(os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, ".")
