@@ -72,8 +72,9 @@ func (f *fleetFlags) check() error {
 
 func (f *fleetFlags) uploading() bool { return f.useOTLP || f.pyroscope != "" }
 
-// start makes the uploader of a recording of pid; nil when not uploading.
-func (f *fleetFlags) start(src fleet.Source, pid int, rate float64, log io.Writer) (*fleet.Uploader, error) {
+// start makes the uploader of a recording of pid (started from cmdArgs
+// with -- CMD); nil when not uploading.
+func (f *fleetFlags) start(src fleet.Source, pid int, cmdArgs []string, rate float64, log io.Writer) (*fleet.Uploader, error) {
 	if !f.uploading() {
 		return nil, nil
 	}
@@ -98,7 +99,11 @@ func (f *fleetFlags) start(src fleet.Source, pid int, rate float64, log io.Write
 	}
 	if f.pyroscope != "" {
 		app := f.appName
-		if app == "" {
+		switch {
+		case app != "":
+		case len(cmdArgs) > 0: // the process is still the shell that execs CMD
+			app = filepath.Base(cmdArgs[0])
+		default:
 			app = filepath.Base(procmaps.Executable(pid))
 		}
 		sinks = append(sinks, &fleet.PyroscopeSink{URL: f.pyroscope, AppName: app, Tags: f.tags, Rate: rate})

@@ -113,7 +113,7 @@ func runRecord(args []string) int {
 		if !f.quiet && isTerminal(os.Stderr) {
 			stopProgress = showProgress(os.Stderr, eng)
 		}
-		up, err := f.fleet.start(eng, t.PID, f.rate, os.Stderr)
+		up, err := f.fleet.start(eng, t.PID, cmdArgs, f.rate, os.Stderr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail
