@@ -36,7 +36,8 @@ type Options struct {
 	Interval  time.Duration // default DefaultInterval
 	MaxQueued int           // windows held per sink, the one in flight included; default 8
 	// Back-off between retries: starts at MinBackoff, doubles, capped at
-	// MaxBackoff (defaults 1 s and 30 s), with up to 20% jitter.
+	// MaxBackoff (defaults 1 s and 10 s), with up to 20% jitter: an
+	// endpoint that comes back is used again within MaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
 	// FlushTimeout bounds Close's wait for the sinks; default 10 s.
 	FlushTimeout time.Duration
@@ -57,7 +58,7 @@ func (o *Options) defaults() {
 		o.MinBackoff = time.Second
 	}
 	if o.MaxBackoff < o.MinBackoff {
-		o.MaxBackoff = max(30*time.Second, o.MinBackoff)
+		o.MaxBackoff = max(10*time.Second, o.MinBackoff)
 	}
 	if o.FlushTimeout <= 0 {
 		o.FlushTimeout = 10 * time.Second
@@ -106,7 +107,7 @@ func New(src Source, sinks []Sink, opts Options) *Uploader {
 	u := &Uploader{src: src, opts: opts}
 	u.sendCtx, u.stopSend = context.WithCancel(context.Background())
 	for _, s := range sinks {
-		r := &sinkRunner{sink: s, opts: &u.opts, wake: make(chan struct{}, 1)}
+		r := &sinkRunner{sink: s, opts: &u.opts, wake: make(chan struct{}, 1), flushNow: make(chan struct{})}
 		r.stats.Name = s.String()
 		u.sinks = append(u.sinks, r)
 		u.wg.Add(1)
@@ -192,6 +193,9 @@ type sinkRunner struct {
 	sink Sink
 	opts *Options
 	wake chan struct{}
+	// flushNow is closed by finish: a send waiting out its back-off
+	// tries once more at once instead.
+	flushNow chan struct{}
 
 	mu       sync.Mutex
 	queue    []*profile.Profile // waiting, oldest first; not the one in flight
@@ -234,6 +238,7 @@ func (r *sinkRunner) finish() {
 	r.mu.Lock()
 	r.closing = true
 	r.mu.Unlock()
+	close(r.flushNow)
 	r.signal()
 }
 
@@ -286,6 +291,7 @@ func (r *sinkRunner) run(ctx context.Context) {
 // deliver sends w, retrying with back-off while the error is retryable.
 func (r *sinkRunner) deliver(ctx context.Context, w *profile.Profile) bool {
 	backoff := r.opts.MinBackoff
+	flush := r.flushNow
 	for {
 		err := r.sink.Send(ctx, w)
 		r.mu.Lock()
@@ -321,6 +327,8 @@ func (r *sinkRunner) deliver(ctx context.Context, w *profile.Profile) bool {
 		}
 		select {
 		case <-time.After(wait):
+		case <-flush:
+			flush = nil // once: then back-off again until FlushTimeout
 		case <-ctx.Done():
 			return false
 		}

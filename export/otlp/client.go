@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -206,7 +207,14 @@ func NewClient(cfg Config) (Client, error) {
 		if !cfg.Insecure {
 			creds = credentials.NewTLS(&tls.Config{})
 		}
-		conn, err := grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(creds))
+		// gRPC's own reconnection back-off grows to 2 minutes by default:
+		// after a long outage the channel would keep failing fast long
+		// after the endpoint is back. 5 s keeps it under fleet's retries.
+		conn, err := grpc.NewClient("passthrough:///"+target, grpc.WithTransportCredentials(creds),
+			grpc.WithConnectParams(grpc.ConnectParams{
+				Backoff:           backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 5 * time.Second},
+				MinConnectTimeout: 5 * time.Second,
+			}))
 		if err != nil {
 			return nil, fmt.Errorf("otlp: %s: %w", cfg.Endpoint, err)
 		}
