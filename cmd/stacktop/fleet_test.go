@@ -118,42 +118,52 @@ func TestRecordOTLPCollector(t *testing.T) {
 	tg := targets.Start(t, "split-sframe3")
 	pid := strconv.Itoa(tg.PID())
 	for _, tc := range []struct {
-		protocol, duration string
-		endpoint           func(*otelcol.Collector) string
+		protocol string
+		endpoint func(*otelcol.Collector) string
 	}{
-		{"grpc", "5s", func(c *otelcol.Collector) string { return c.GRPC }},
-		{"http/protobuf", "3s", func(c *otelcol.Collector) string { return "http://" + c.HTTP }},
+		{"grpc", func(c *otelcol.Collector) string { return c.GRPC }},
+		{"http/protobuf", func(c *otelcol.Collector) string { return "http://" + c.HTTP }},
 	} {
 		t.Run(strings.ReplaceAll(tc.protocol, "/", "-"), func(t *testing.T) {
-			col := otelcol.StartT(t, 0, 0)
-			local := filepath.Join(t.TempDir(), "local.pb.gz")
-			code, stderr := record(t, "-p", pid, "--rate", "499", "--duration", tc.duration, "--upload-interval", "1s",
-				"--otlp", tc.endpoint(col), "--otlp-protocol", tc.protocol, "-o", local)
-			if code != exitRecordOK {
-				t.Fatalf("exit %d\n%s", code, stderr)
+			// On a loaded machine the target gets less CPU, and an on-CPU
+			// profile fewer samples: record longer until there are enough
+			// for the split (the equality needs no minimum).
+			var got []*profpb.ProfilesData
+			for _, d := range []string{"3s", "6s", "12s"} {
+				col := otelcol.StartT(t, 0, 0)
+				local := filepath.Join(t.TempDir(), "local.pb.gz")
+				code, stderr := record(t, "-p", pid, "--rate", "499", "--duration", d, "--upload-interval", "1s",
+					"--otlp", tc.endpoint(col), "--otlp-protocol", tc.protocol, "-o", local)
+				if code != exitRecordOK {
+					t.Fatalf("exit %d\n%s", code, stderr)
+				}
+				if !strings.Contains(stderr, "0 dropped") {
+					t.Errorf("summary:\n%s", stderr)
+				}
+				want := pprofFolded(t, readPprof(t, local))
+				var err error
+				got, err = col.WaitFor(10*time.Second, func(got []*profpb.ProfilesData) bool {
+					return sum(otelcol.Folded(got)) >= sum(want)
+				})
+				if err != nil {
+					t.Errorf("%v\n%s", err, stderr)
+				}
+				if len(got) < 2 {
+					t.Errorf("%d requests received, want several windows", len(got))
+				}
+				diffCounts(t, "Collector", otelcol.Folded(got), want)
+				if _, n := foldedSplit(otelcol.Folded(got)).split(); n >= minSplitSamples {
+					break
+				}
 			}
-			if !strings.Contains(stderr, "0 dropped") {
-				t.Errorf("summary:\n%s", stderr)
+			share := foldedSplit(otelcol.Folded(got)).share(t)
+			t.Logf("a->hot %.1f%% in %d requests", share, len(got))
+			if share < 70 || share > 80 {
+				t.Errorf("a->hot has %.1f%% of the samples the Collector received, want 75 +- 5", share)
 			}
-			want := pprofFolded(t, readPprof(t, local))
-			got, err := col.WaitFor(10*time.Second, func(got []*profpb.ProfilesData) bool {
-				return sum(otelcol.Folded(got)) >= sum(want)
-			})
-			if err != nil {
-				t.Errorf("%v\n%s", err, stderr)
-			}
-			if len(got) < 2 {
-				t.Errorf("%d requests received, want several windows", len(got))
-			}
-			diffCounts(t, "Collector", otelcol.Folded(got), want)
-			if share, n := foldedSplit(otelcol.Folded(got)).split(); n < 100 || share < 65 || share > 85 {
-				t.Errorf("a->hot %.1f%% of %d samples, want 75", share, n)
-			} else {
-				t.Logf("a->hot %.1f%% of %d samples in %d requests", share, n, len(got))
-			}
+			host, _ := os.Hostname()
 			for _, pd := range got {
 				attrs := otelcol.ResourceAttributes(pd)[0]
-				host, _ := os.Hostname()
 				if attrs["process.pid"] != pid || !strings.HasSuffix(attrs["process.executable.path"], "split-sframe3") ||
 					attrs["host.name"] != host || attrs["process.command"] == "" || attrs["service.name"] != "unknown_service:split-sframe3" {
 					t.Errorf("resource attributes %v", attrs)
@@ -272,41 +282,51 @@ func TestRecordPyroscope(t *testing.T) {
 		mu.Unlock()
 	}))
 	defer srv.Close()
-	local := filepath.Join(t.TempDir(), "local.pb.gz")
-	code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--rate", "499", "--duration", "3s", "--upload-interval", "1s",
-		"--pyroscope", srv.URL, "--app-name", "split-test", "--tag", "env=ci", "--tag", "region=here", "-o", local)
-	if code != exitRecordOK {
-		t.Fatalf("exit %d\n%s", code, stderr)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(errs) > 0 {
-		t.Fatalf("the endpoint refused uploads: %v", errs)
-	}
-	if len(uploads) < 2 {
-		t.Fatalf("%d uploads, want several\n%s", len(uploads), stderr)
-	}
-	got := map[string]int64{}
-	for i, p := range uploads {
-		for k, v := range pprofFolded(t, p) {
-			got[k] += v
+	var got map[string]int64
+	for _, d := range []string{"3s", "6s", "12s"} { // longer when the machine is loaded
+		mu.Lock()
+		uploads, queries = nil, nil
+		mu.Unlock()
+		local := filepath.Join(t.TempDir(), "local.pb.gz")
+		code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--rate", "499", "--duration", d, "--upload-interval", "1s",
+			"--pyroscope", srv.URL, "--app-name", "split-test", "--tag", "env=ci", "--tag", "region=here", "-o", local)
+		if code != exitRecordOK {
+			t.Fatalf("exit %d\n%s", code, stderr)
 		}
-		qv, _ := url.ParseQuery(queries[i])
-		q := map[string]string{}
-		for k, v := range qv {
-			q[k] = v[0]
+		mu.Lock()
+		uploads, queries, errs := uploads, queries, errs
+		mu.Unlock()
+		if len(errs) > 0 {
+			t.Fatalf("the endpoint refused uploads: %v", errs)
 		}
-		if q["name"] != "split-test.cpu{env=ci,region=here}" || q["format"] != "pprof" || q["spyName"] != "stacktop" || q["sampleRate"] != "499" {
-			t.Errorf("query %s", queries[i])
+		if len(uploads) < 2 {
+			t.Fatalf("%d uploads, want several\n%s", len(uploads), stderr)
 		}
-		from, err1 := strconv.ParseInt(q["from"], 10, 64)
-		until, err2 := strconv.ParseInt(q["until"], 10, 64)
-		if err1 != nil || err2 != nil || until <= from || time.Since(time.Unix(from, 0)) > time.Minute {
-			t.Errorf("time range %s..%s", q["from"], q["until"])
+		got = map[string]int64{}
+		for i, p := range uploads {
+			for k, v := range pprofFolded(t, p) {
+				got[k] += v
+			}
+			qv, _ := url.ParseQuery(queries[i])
+			q := map[string]string{}
+			for k, v := range qv {
+				q[k] = v[0]
+			}
+			if q["name"] != "split-test.cpu{env=ci,region=here}" || q["format"] != "pprof" || q["spyName"] != "stacktop" || q["sampleRate"] != "499" {
+				t.Errorf("query %s", queries[i])
+			}
+			from, err1 := strconv.ParseInt(q["from"], 10, 64)
+			until, err2 := strconv.ParseInt(q["until"], 10, 64)
+			if err1 != nil || err2 != nil || until <= from || time.Since(time.Unix(from, 0)) > time.Minute {
+				t.Errorf("time range %s..%s", q["from"], q["until"])
+			}
+		}
+		diffCounts(t, "Pyroscope uploads", got, pprofFolded(t, readPprof(t, local)))
+		if _, n := foldedSplit(got).split(); n >= minSplitSamples {
+			break
 		}
 	}
-	diffCounts(t, "Pyroscope uploads", got, pprofFolded(t, readPprof(t, local)))
-	if share, n := foldedSplit(got).split(); n < 100 || share < 65 || share > 85 {
-		t.Errorf("a->hot %.1f%% of %d samples, want 75", share, n)
+	if share := foldedSplit(got).share(t); share < 70 || share > 80 {
+		t.Errorf("a->hot has %.1f%% of the uploaded samples, want 75 +- 5", share)
 	}
 }
