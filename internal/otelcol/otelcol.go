@@ -58,7 +58,7 @@ func Binary() (string, error) {
 	if cache == "" {
 		uc, err := os.UserCacheDir()
 		if err != nil {
-			return "", fmt.Errorf("otelcol: no cache directory: %w", err)
+			uc = os.TempDir() // no HOME: cached for this boot at least
 		}
 		cache = filepath.Join(uc, "stacktop", "otelcol")
 	}
@@ -84,7 +84,7 @@ func Binary() (string, error) {
 	tmp := bin + ".tmp" + fmt.Sprint(os.Getpid())
 	cmd := exec.Command("go", "build", "-trimpath", "-o", tmp, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly -buildvcs=false")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		os.Remove(tmp)
