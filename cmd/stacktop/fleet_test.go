@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -328,5 +329,29 @@ func TestRecordPyroscope(t *testing.T) {
 	}
 	if share := foldedSplit(got).share(t); share < 70 || share > 80 {
 		t.Errorf("a->hot has %.1f%% of the uploaded samples, want 75 +- 5", share)
+	}
+}
+
+// TestFleetFlagErrors: bad upload flags and variables are usage errors
+// (64) that say what is wrong, before anything is attached.
+func TestFleetFlagErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args   []string
+		env    []string
+		phrase string
+	}{
+		{[]string{"--upload-interval", "100ms", "--otlp", "c:4317"}, nil, "--upload-interval"},
+		{[]string{"--pyroscope", "ftp://x"}, nil, "http://"},
+		{[]string{"--otlp", ""}, nil, "no endpoint"},
+		{[]string{"--otlp", "c:1", "--otlp-protocol", "http/json"}, nil, "grpc and http/protobuf"},
+		{[]string{"--tag", "bad"}, nil, "NAME=VALUE"},
+		{nil, []string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT=c:1", "OTEL_EXPORTER_OTLP_TIMEOUT=soon"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
+	} {
+		cmd := exec.Command(stacktopBin, append([]string{"record", "-p", "1"}, tc.args...)...)
+		cmd.Env = append(os.Environ(), tc.env...)
+		r := run(t, cmd)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.phrase) {
+			t.Errorf("%v %v: exit %d, want %d saying %q\n%s", tc.args, tc.env, r.code, exitUsage, tc.phrase, r.stderr)
+		}
 	}
 }

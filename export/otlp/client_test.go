@@ -104,3 +104,23 @@ func FuzzParseHTTPReply(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseKeyValues: OTEL_RESOURCE_ATTRIBUTES and the header variables
+// come from the environment of whoever starts stacktop; any value gives
+// a map or an error, never a panic, and what parses round-trips its keys.
+func FuzzParseKeyValues(f *testing.F) {
+	f.Add("service.name=web,deployment.environment.name=prod")
+	f.Add("Authorization=Bearer%20x")
+	f.Add("=,%zz=a,k=%")
+	f.Fuzz(func(t *testing.T, s string) {
+		m, err := ParseKeyValues(s)
+		if err != nil {
+			return
+		}
+		for k := range m {
+			if k == "" || strings.Contains(k, ",") {
+				t.Errorf("key %q from %q", k, s)
+			}
+		}
+	})
+}
