@@ -115,6 +115,8 @@ func runRecord(args []string) int {
 		}
 		up, err := f.fleet.start(eng, t.PID, cmdArgs, f.rate, os.Stderr)
 		if err != nil {
+			stopProgress()
+			t.Close()
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail
 		}
