@@ -7,9 +7,10 @@
 // The profiles signal is still in development, and its Go messages live in
 // the "slim" modules that the opentelemetry-proto-go project publishes for
 // development signals: go.opentelemetry.io/proto/slim/otlp/profiles/v1development
-// and .../collector/profiles/v1development. The main
-// go.opentelemetry.io/proto/otlp module no longer carries profiles (from
-// v1.11 on it holds only the stable signals). These are the messages
+// and .../collector/profiles/v1development (v0.4.x, proto v1.10-era
+// messages: a dictionary shared by the request, stacks by index). The
+// main go.opentelemetry.io/proto/otlp module's current releases (v1.11)
+// carry no profiles package. These are the messages
 // generated from the specification's .proto files, with no dependency but
 // google.golang.org/protobuf. The alternative, the Collector's
 // pdata/pprofile, is the Collector's in-memory model: a v0.x module that
