@@ -90,10 +90,17 @@ func (f *fleetFlags) start(src fleet.Source, pid int, cmdArgs []string, rate flo
 			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
 		}
 		host, _ := os.Hostname()
+		// Read at each upload (with -- CMD the process execs after the
+		// first look); the last window comes after the process exited, so
+		// what was last seen is kept.
+		var last otlp.Resource
 		sinks = append(sinks, &fleet.OTLPSink{Client: c, Resource: func() otlp.Resource {
+			if exe := procmaps.Executable(pid); exe != "" {
+				last.ExecutablePath, last.CommandArgs = exe, procmaps.Args(pid)
+			}
 			return otlp.Resource{
 				HostName: host, ServiceName: os.Getenv("OTEL_SERVICE_NAME"), PID: pid,
-				ExecutablePath: procmaps.Executable(pid), CommandArgs: procmaps.Args(pid), Extra: extra,
+				ExecutablePath: last.ExecutablePath, CommandArgs: last.CommandArgs, Extra: extra,
 			}
 		}})
 	}
