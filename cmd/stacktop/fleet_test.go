@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -352,6 +353,37 @@ func TestFleetFlagErrors(t *testing.T) {
 		r := run(t, cmd)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.phrase) {
 			t.Errorf("%v %v: exit %d, want %d saying %q\n%s", tc.args, tc.env, r.code, exitUsage, tc.phrase, r.stderr)
+		}
+	}
+}
+
+// TestRecordOTLPCommand: with -- CMD the resource names CMD (not the shell
+// that execs it) in every window, the last one (sent after CMD exited)
+// included.
+func TestRecordOTLPCommand(t *testing.T) {
+	needRoot(t)
+	if testing.Short() {
+		t.Skip("builds and runs an OpenTelemetry Collector")
+	}
+	col := otelcol.StartT(t, 0, 0)
+	code, stderr := record(t, "--otlp", col.GRPC, "--upload-interval", "1s", "--", targets.Path("split-sframe3"), "2")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var sent int
+	for _, line := range strings.Split(stderr, "\n") {
+		if strings.Contains(line, "uploads to") {
+			fmt.Sscanf(line[strings.Index(line, ": ")+2:], "%d of", &sent)
+		}
+	}
+	got, err := col.WaitFor(10*time.Second, func(got []*profpb.ProfilesData) bool { return len(got) >= sent && sent > 0 })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for i, pd := range got {
+		attrs := otelcol.ResourceAttributes(pd)[0]
+		if !strings.HasSuffix(attrs["process.executable.path"], "split-sframe3") || !strings.Contains(attrs["process.command_args"], " 2]") {
+			t.Errorf("window %d of %d: resource %v", i+1, len(got), attrs)
 		}
 	}
 }
