@@ -7,8 +7,9 @@
 //
 // For each object the caller (the sampler's symboliser) asks a Locator for
 // its separate debug file once (FindDebugFile: by build ID under
-// /usr/lib/debug/.build-id, else by .gnu_debuglink with its CRC32
-// checked), and MiniDebugInfo (.gnu_debugdata, xz-compressed). The
+// /usr/lib/debug/.build-id or in the debuginfod client cache that
+// elfutils, gdb and package debuginfod fill, else by .gnu_debuglink with
+// its CRC32 checked), and MiniDebugInfo (.gnu_debugdata, xz-compressed). The
 // resulting *elf.File objects feed symbols.LoadWithDebug for names, and
 // NewLines for file:line and inline frames.
 //

@@ -56,7 +56,8 @@ func (l Locator) roots() []string {
 }
 
 // BuildIDPaths lists the candidate paths of the debug file of an object
-// with the given build ID (lowercase hex), without Root.
+// with the given build ID (lowercase hex), without Root: under each debug
+// directory, then in the debuginfod client cache.
 func (l Locator) BuildIDPaths(buildID string) []string {
 	if len(buildID) < 4 {
 		return nil
@@ -64,6 +65,10 @@ func (l Locator) BuildIDPaths(buildID string) []string {
 	var out []string
 	for _, dir := range l.debugDirs() {
 		out = append(out, path.Join(dir, ".build-id", buildID[:2], buildID[2:]+".debug"))
+	}
+	// What debuginfod clients (stacktop's, eu-stack's, gdb's) downloaded.
+	if p := DebuginfodCachePath(buildID); p != "" {
+		out = append(out, p)
 	}
 	return out
 }

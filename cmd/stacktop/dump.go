@@ -36,6 +36,7 @@ func runDump(args []string) int {
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
 	var unwinders unwinderFlags
 	unwinders.register(fs)
+	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
@@ -67,6 +68,9 @@ func runDump(args []string) int {
 	methods, err := unwinders.methods()
 	if err != nil {
 		return reportUsage(fs, err)
+	}
+	if !*noLines {
+		prefetchDebuginfo(*pid, *noDebuginfod)
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{

@@ -56,33 +56,33 @@ func threadFilter(re *regexp.Regexp) func(*profile.Profile) *profile.Profile {
 	}
 }
 
-// fleet samples several processes into one recording: one session, and so
+// processGroup samples several processes into one recording: one session, and so
 // one engine, per process, each run on its own goroutine over the one
 // tracer thread. It is a layer above the engine: a process's ticks know
 // nothing of the others'. With follow, children created after the attach
-// (a fork of any thread of a process of the fleet) join it until they exit.
-type fleet struct {
+// (a fork of any thread of a process of the group) join it until they exit.
+type processGroup struct {
 	tr   *ptrace.Tracer
 	f    *samplingFlags
 	opts sampler.EngineOptions
 
 	mu       sync.Mutex
 	sessions []*session
-	known    map[int]bool // PIDs ever in the fleet, so a child joins once
+	known    map[int]bool // PIDs ever in the group, so a child joins once
 	errs     []error
 	running  int // engines whose Run has not returned
 	wg       sync.WaitGroup
 }
 
-func newFleet(tr *ptrace.Tracer, f *samplingFlags, opts sampler.EngineOptions, first *session) *fleet {
-	fl := &fleet{tr: tr, f: f, opts: opts, known: map[int]bool{}}
+func newProcessGroup(tr *ptrace.Tracer, f *samplingFlags, opts sampler.EngineOptions, first *session) *processGroup {
+	fl := &processGroup{tr: tr, f: f, opts: opts, known: map[int]bool{}}
 	fl.sessions = append(fl.sessions, first)
 	fl.known[first.target.PID] = true
 	return fl
 }
 
-// attach adds process pid to the fleet; its engine starts with start.
-func (fl *fleet) attach(pid int) (*session, error) {
+// attach adds process pid to the group; its engine starts with start.
+func (fl *processGroup) attach(pid int) (*session, error) {
 	g := *fl.f
 	g.pid, g.pids = pid, nil
 	s, err := g.startSession(fl.tr, nil, [3]*os.File{}, fl.opts)
@@ -97,7 +97,7 @@ func (fl *fleet) attach(pid int) (*session, error) {
 }
 
 // start runs s's engine until ctx ends or the process exits.
-func (fl *fleet) start(ctx context.Context, s *session) {
+func (fl *processGroup) start(ctx context.Context, s *session) {
 	fl.wg.Add(1)
 	fl.mu.Lock()
 	fl.running++
@@ -116,7 +116,7 @@ func (fl *fleet) start(ctx context.Context, s *session) {
 
 // run starts every engine and waits until all are done; with follow it
 // also adds children as they appear, polling every 20 ms.
-func (fl *fleet) run(ctx context.Context, follow bool) []error {
+func (fl *processGroup) run(ctx context.Context, follow bool) []error {
 	fl.mu.Lock()
 	first := slices.Clone(fl.sessions)
 	fl.mu.Unlock()
@@ -154,9 +154,9 @@ func (fl *fleet) run(ctx context.Context, follow bool) []error {
 	return fl.errs
 }
 
-// newChildren lists the children of the fleet's live processes that are
+// newChildren lists the children of the group's live processes that are
 // not in it yet, from /proc/PID/task/TID/children.
-func (fl *fleet) newChildren() []int {
+func (fl *processGroup) newChildren() []int {
 	fl.mu.Lock()
 	var pids []int
 	for _, s := range fl.sessions {
@@ -196,7 +196,7 @@ func (fl *fleet) newChildren() []int {
 
 // closeTargets detaches from every process; it returns the first error
 // of a process that had not exited.
-func (fl *fleet) closeTargets() error {
+func (fl *processGroup) closeTargets() error {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	var first error
@@ -210,7 +210,7 @@ func (fl *fleet) closeTargets() error {
 }
 
 // close releases every session but the first, which its caller owns.
-func (fl *fleet) close() {
+func (fl *processGroup) close() {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	for _, s := range fl.sessions[1:] {
@@ -219,7 +219,7 @@ func (fl *fleet) close() {
 }
 
 // profile merges the engines' profiles into one.
-func (fl *fleet) profile() *profile.Profile {
+func (fl *processGroup) profile() *profile.Profile {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	ps := make([]*profile.Profile, len(fl.sessions))
@@ -232,7 +232,7 @@ func (fl *fleet) profile() *profile.Profile {
 // stats sums the engines' counters for the summary: counts add up; the
 // rate is the first process's (each process has its own ticks); pauses
 // are the worst of any process; the recording exited when all did.
-func (fl *fleet) stats() (sampler.Stats, int) {
+func (fl *processGroup) stats() (sampler.Stats, int) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	var sum sampler.Stats
@@ -273,14 +273,14 @@ func worse(a, b sampler.PauseStats) sampler.PauseStats {
 	return a
 }
 
-// fleetSource is top's tui.Source over a fleet: each poll merges the
+// groupSource is top's tui.Source over a processGroup: each poll merges the
 // engines' snapshots (the cost of one profile.Merge per refresh).
-type fleetSource struct {
-	fl     *fleet
+type groupSource struct {
+	fl     *processGroup
 	filter func(*profile.Profile) *profile.Profile
 }
 
-func (s fleetSource) Snapshot() tui.Status {
+func (s groupSource) Snapshot() tui.Status {
 	st, n := s.fl.stats()
 	prof := s.filter(s.fl.profile())
 	out := tui.Status{

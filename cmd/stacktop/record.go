@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/export"
+	"stacktop/fleet"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
@@ -52,6 +53,7 @@ type recordFlags struct {
 	quiet    bool
 	threads  bool
 	lines    bool
+	fleet    fleetFlags
 }
 
 func runRecord(args []string) int {
@@ -64,6 +66,8 @@ func runRecord(args []string) int {
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
 	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
 	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
+	f.fleet.register(fs)
+	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID[,PID...] [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
@@ -77,6 +81,15 @@ func runRecord(args []string) int {
 	if !ok {
 		return code
 	}
+	if err := f.fleet.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "stacktop:", err)
+		return exitUsage
+	}
+	if f.fleet.uploading() && (len(f.pids) > 1 || f.subprocs) {
+		// The uploader cuts windows of one engine's growing profile.
+		fmt.Fprintln(os.Stderr, "stacktop: --otlp and --pyroscope send one process's profile: not with several -p or --subprocesses")
+		return exitUsage
+	}
 	format, output, err := chooseOutput(f.format, f.output)
 	if err == nil && f.lines && format != export.FormatFolded {
 		err = fmt.Errorf("--lines names the frames of folded output; the output is %v (pprof carries lines anyway)", format)
@@ -85,17 +98,23 @@ func runRecord(args []string) int {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage
 	}
+	if f.fleet.uploading() && f.output == "" && f.format == "" {
+		output = "" // continuous uploads write no file unless asked
+	}
 	fail := exitRecordNothing
 	if len(cmdArgs) > 0 {
 		fail = exitRecordCmdFail
 	}
-	out, err := createOutput(output)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
-		return fail
+	var out *outputFile
+	if output != "" {
+		if out, err = createOutput(output); err != nil {
+			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			return fail
+		}
+		defer out.abandon()
 	}
-	defer out.abandon()
 
+	prefetchDebuginfo(f.pid, *noDebuginfod)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
@@ -114,13 +133,13 @@ func runRecord(args []string) int {
 		defer sess.close()
 		eng, child := sess.engine, sess.child
 		// Several processes (-p A,B, --subprocesses): one engine each,
-		// and their profiles merged (see fleet).
-		fl := newFleet(tr, &f.samplingFlags, opts, sess)
-		defer fl.close()
+		// and their profiles merged (see processGroup).
+		group := newProcessGroup(tr, &f.samplingFlags, opts, sess)
+		defer group.close()
 		for _, pid := range f.pids[min(1, len(f.pids)):] {
-			if _, err := fl.attach(pid); err != nil {
+			if _, err := group.attach(pid); err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				fl.closeTargets()
+				group.closeTargets()
 				return fail
 			}
 		}
@@ -128,12 +147,26 @@ func runRecord(args []string) int {
 		if !f.quiet && isTerminal(os.Stderr) {
 			stopProgress = showProgress(os.Stderr, eng)
 		}
-		runErrs := fl.run(ctx, f.subprocs)
+		var up *fleet.Uploader
+		if f.fleet.uploading() {
+			if up, err = f.fleet.start(eng, sess.target.PID, cmdArgs, f.rate, os.Stderr); err != nil {
+				stopProgress()
+				group.closeTargets()
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return fail
+			}
+		}
+		upCtx, stopUploads := context.WithCancel(ctx)
+		if up != nil {
+			go up.Run(upCtx)
+		}
+		runErrs := group.run(ctx, f.subprocs)
+		stopUploads()
 		stopProgress()
-		detachErr := fl.closeTargets()
+		detachErr := group.closeTargets()
 
-		st, nproc := fl.stats()
-		prof := threadFilter(f.threadRE)(fl.profile())
+		st, nproc := group.stats()
+		prof := threadFilter(f.threadRE)(group.profile())
 		code := exitRecordOK
 		for _, err := range runErrs {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
@@ -161,7 +194,10 @@ func runRecord(args []string) int {
 			}
 		}
 		xopts := export.Options{Threads: f.threads, Lines: f.lines}
-		werr := out.commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
+		var werr error
+		if out != nil {
+			werr = out.commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
+		}
 		if werr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", werr)
 			code = exitRecordWrite
@@ -185,6 +221,11 @@ func runRecord(args []string) int {
 		if !f.quiet {
 			writeSummary(os.Stderr, st, f.rate, output, format, werr == nil, exitMsg)
 			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.target.UnwinderNames(), ","))
+		}
+		if up != nil {
+			if ust := up.Close(); !f.quiet {
+				writeUploadSummary(os.Stderr, ust)
+			}
 		}
 		return code
 	})
@@ -271,6 +312,9 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 	verdict := "written to " + where
 	if !written {
 		verdict = "NOT written"
+	}
+	if output == "" {
+		verdict = "no file"
 	}
 	fmt.Fprintf(w, "stacktop: %d samples in %.2fs (%.1f Hz achieved, %.0f Hz asked), %s (%v)\n",
 		st.Samples, st.Elapsed.Seconds(), st.Rate, rate, verdict, format)

@@ -79,8 +79,8 @@ func runTop(args []string) int {
 		run := eng.Run
 		if len(f.pids) > 1 || f.subprocs {
 			// Several processes: one engine each, their snapshots
-			// merged at every poll (see fleet).
-			fl := newFleet(tr, &f, f.engineOptions(), sess)
+			// merged at every poll (see processGroup).
+			fl := newProcessGroup(tr, &f, f.engineOptions(), sess)
 			closeTargets = func() error {
 				err := fl.closeTargets()
 				fl.close()
@@ -92,7 +92,7 @@ func runTop(args []string) int {
 					return exitTopNothing
 				}
 			}
-			ui = fleetSource{fl: fl, filter: threadFilter(f.threadRE)}
+			ui = groupSource{fl: fl, filter: threadFilter(f.threadRE)}
 			run = func(ctx context.Context) error { return errors.Join(fl.run(ctx, f.subprocs)...) }
 		}
 		engineDone := make(chan error, 1)

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"stacktop/export/otlp"
+	"stacktop/fleet"
+	"stacktop/procmaps"
+)
+
+// fleetFlags are record's continuous-upload flags (docs/fleet.md).
+type fleetFlags struct {
+	otlp         string
+	otlpSet      bool
+	otlpProtocol string
+	pyroscope    string
+	appName      string
+	tags         map[string]string
+	interval     time.Duration
+
+	otlpCfg otlp.Config // resolved by check
+	useOTLP bool
+}
+
+func (f *fleetFlags) register(fs *flag.FlagSet) {
+	fs.Func("otlp", "send a profile every --upload-interval to this OTLP endpoint (host:port or URL; \"\" takes OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT)", func(s string) error {
+		f.otlp, f.otlpSet = s, true
+		return nil
+	})
+	fs.StringVar(&f.otlpProtocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_[PROFILES_]PROTOCOL, else grpc)")
+	fs.StringVar(&f.pyroscope, "pyroscope", "", "send a profile every --upload-interval to this Pyroscope server's /ingest (e.g. http://pyroscope:4040)")
+	fs.StringVar(&f.appName, "app-name", "", "Pyroscope application name (default: the executable's name)")
+	f.tags = map[string]string{}
+	fs.Func("tag", "Pyroscope label NAME=VALUE (repeatable)", func(s string) error {
+		k, v, err := fleet.ParseTag(s)
+		if err == nil {
+			f.tags[k] = v
+		}
+		return err
+	})
+	fs.DurationVar(&f.interval, "upload-interval", fleet.DefaultInterval, "how often --otlp and --pyroscope send what was sampled since the last upload")
+}
+
+// check resolves the OTLP configuration from the flags and the
+// environment: --otlp, or OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT alone,
+// turns OTLP uploads on.
+func (f *fleetFlags) check() error {
+	if f.interval < time.Second {
+		return fmt.Errorf("--upload-interval must be at least 1s")
+	}
+	if f.otlpSet || os.Getenv("OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT") != "" {
+		cfg, ok, err := otlp.ConfigFromEnv(f.otlp, f.otlpProtocol, os.Getenv)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("--otlp: no endpoint (give one, or set OTEL_EXPORTER_OTLP_ENDPOINT)")
+		}
+		f.otlpCfg, f.useOTLP = cfg, true
+	}
+	if f.pyroscope != "" && !strings.HasPrefix(f.pyroscope, "http://") && !strings.HasPrefix(f.pyroscope, "https://") {
+		return fmt.Errorf("--pyroscope wants an http:// or https:// URL, got %q", f.pyroscope)
+	}
+	return nil
+}
+
+func (f *fleetFlags) uploading() bool { return f.useOTLP || f.pyroscope != "" }
+
+// start makes the uploader of a recording of pid (started from cmdArgs
+// with -- CMD); nil when not uploading.
+func (f *fleetFlags) start(src fleet.Source, pid int, cmdArgs []string, rate float64, log io.Writer) (*fleet.Uploader, error) {
+	if !f.uploading() {
+		return nil, nil
+	}
+	var sinks []fleet.Sink
+	if f.useOTLP {
+		c, err := otlp.NewClient(f.otlpCfg)
+		if err != nil {
+			return nil, err
+		}
+		extra, err := otlp.ParseKeyValues(os.Getenv("OTEL_RESOURCE_ATTRIBUTES"))
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("OTEL_RESOURCE_ATTRIBUTES: %w", err)
+		}
+		host, _ := os.Hostname()
+		// Read at each upload (with -- CMD the process execs after the
+		// first look); the last window comes after the process exited, so
+		// what was last seen is kept.
+		var last otlp.Resource
+		sinks = append(sinks, &fleet.OTLPSink{Client: c, Resource: func() otlp.Resource {
+			if exe := procmaps.Executable(pid); exe != "" {
+				last.ExecutablePath, last.CommandArgs = exe, procmaps.Args(pid)
+			}
+			return otlp.Resource{
+				HostName: host, ServiceName: os.Getenv("OTEL_SERVICE_NAME"), PID: pid,
+				ExecutablePath: last.ExecutablePath, CommandArgs: last.CommandArgs, Extra: extra,
+			}
+		}})
+	}
+	if f.pyroscope != "" {
+		app := f.appName
+		switch {
+		case app != "":
+		case len(cmdArgs) > 0: // the process is still the shell that execs CMD
+			app = filepath.Base(cmdArgs[0])
+		default:
+			app = filepath.Base(procmaps.Executable(pid))
+		}
+		sinks = append(sinks, &fleet.PyroscopeSink{URL: f.pyroscope, AppName: app, Tags: f.tags, Rate: rate})
+	}
+	return fleet.New(src, sinks, fleet.Options{Interval: f.interval, Log: log}), nil
+}
+
+// writeUploadSummary adds the uploads to record's summary.
+func writeUploadSummary(w io.Writer, st fleet.Stats) {
+	for _, s := range st.Sinks {
+		fmt.Fprintf(w, "  uploads to %s: %d of %d windows sent (%d samples), %d dropped, %d retries\n",
+			s.Name, s.Sent, st.Windows, s.Samples, s.Dropped, s.Retries)
+		if s.LastErr != nil && s.Down {
+			fmt.Fprintf(w, "  last upload error: %v\n", s.LastErr)
+		}
+	}
+}
