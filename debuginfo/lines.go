@@ -29,7 +29,8 @@ var ErrNoDWARF = errors.New("debuginfo: no DWARF debugging information")
 // Lines answers file:line and inline-chain queries for one object's DWARF.
 // It is safe for concurrent use.
 type Lines struct {
-	d *dwarf.Data
+	d    *dwarf.Data // the whole DWARF; nil when lazy
+	lazy *lazyDWARF  // units read one by one; nil when d is set
 	// units holds every compile unit PC range, sorted by start; maxEnd[i]
 	// is the largest end among units[:i+1], so a backward scan can stop
 	// as soon as no earlier range can reach the PC (ranges may overlap).
@@ -65,8 +66,8 @@ type lineRow struct {
 // scope is a subprogram or inlined subroutine with code.
 type scope struct {
 	ranges   [][2]uint64
-	die      dwarf.Offset // named via this DIE (or its origin/specification)
-	callFile int32        // inlined: the call site, in the caller
+	name     string // from the DIE, its origin or its specification
+	callFile int32  // inlined: the call site, in the caller
 	callLine int32
 	inlined  bool
 	children []int32
@@ -82,11 +83,19 @@ func (s *scope) contains(pc uint64) bool {
 }
 
 // NewLines indexes the compile units of f's DWARF (f may be a separate
-// debug file). Only unit headers are read here; each unit is decoded on
-// its first lookup.
+// debug file). With .debug_aranges (GCC writes it) that table is the
+// index, and each unit's bytes are read, decompressed and decoded at its
+// first lookup, so a few lookups in libc cost a few of its 2,000 units.
+// Without it every unit's header and PC ranges are read here, which needs
+// all of .debug_info.
 func NewLines(f *elf.File) (l *Lines, err error) {
 	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
 		return nil, ErrNoDWARF
+	}
+	if f.Section(".zdebug_info") == nil {
+		if l, err := newLazyLines(f); l != nil || err != nil {
+			return l, err
+		}
 	}
 	var d *dwarf.Data
 	func() {
@@ -153,6 +162,27 @@ func loadDWARF(f *elf.File) (*dwarf.Data, error) {
 	return d, nil
 }
 
+// newLazyLines indexes f's units from .debug_aranges. It returns nil, nil
+// when f has no usable .debug_aranges, for NewLines to read every unit.
+func newLazyLines(f *elf.File) (*Lines, error) {
+	s := newLazySection(f, ".debug_aranges")
+	if !s.present() {
+		return nil, nil
+	}
+	b, err := s.all()
+	if err != nil {
+		return nil, err
+	}
+	units, err := parseAranges(b, f.ByteOrder)
+	if err != nil || len(units) == 0 {
+		// A table we cannot read is no index; the units still are.
+		return nil, nil
+	}
+	l := &Lines{lazy: newLazyDWARF(f), units: units, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
+	l.sortUnits()
+	return l, nil
+}
+
 // NewLinesFromDWARF indexes d's compile units by PC range.
 func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
 	l = &Lines{d: d, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
@@ -185,6 +215,11 @@ func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
 		}
 		r.SkipChildren()
 	}
+	l.sortUnits()
+	return l, nil
+}
+
+func (l *Lines) sortUnits() {
 	slices.SortFunc(l.units, func(a, b unitRange) int { return cmp.Compare(a.lo, b.lo) })
 	l.maxEnd = make([]uint64, len(l.units))
 	var m uint64
@@ -192,7 +227,6 @@ func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
 		m = max(m, u.hi)
 		l.maxEnd[i] = m
 	}
-	return l, nil
 }
 
 // Units is the number of compile unit ranges indexed.
@@ -253,7 +287,7 @@ func (l *Lines) framesIn(cu *unitInfo, pc uint64, dst []Frame) []Frame {
 	// caller runs at that scope's call site.
 	for k := chainLen - 1; k >= 0; k-- {
 		s := &cu.scopes[chain[k]]
-		f := Frame{Function: l.name(s.die), Inlined: s.inlined}
+		f := Frame{Function: s.name, Inlined: s.inlined}
 		if haveLine {
 			f.File, f.Line = file, line
 		}
@@ -287,11 +321,55 @@ func (l *Lines) unit(off dwarf.Offset) (*unitInfo, error) {
 	defer l.mu.Unlock()
 	cu, ok := l.cus[off]
 	if !ok {
-		cu = l.decodeUnit(off)
+		if l.lazy != nil {
+			cu = l.decodeLazy(off)
+		} else {
+			cu = decodeUnit(l.d, off, func(die dwarf.Offset) string { return l.name(die, l.wholeData) })
+		}
 		l.cus[off] = cu
 	}
 	return cu, cu.err
 }
+
+// decodeLazy decodes the unit at off from its own image. Names are
+// resolved while the image exists; a reference into another unit opens
+// that one's image for the time of the lookup.
+func (l *Lines) decodeLazy(off dwarf.Offset) *unitInfo {
+	u, err := l.lazy.open(uint64(off))
+	if err != nil {
+		return &unitInfo{err: err}
+	}
+	defer u.free()
+	var others []*openedUnit
+	defer func() {
+		for _, o := range others {
+			o.free()
+		}
+	}()
+	dataAt := func(die dwarf.Offset) *dwarf.Data {
+		if uint64(die) >= u.h.start && uint64(die) < u.h.end {
+			return u.d
+		}
+		for _, o := range others {
+			if uint64(die) >= o.h.start && uint64(die) < o.h.end {
+				return o.d
+			}
+		}
+		start, err := l.lazy.unitAt(uint64(die))
+		if err != nil {
+			return nil
+		}
+		o, err := l.lazy.open(start)
+		if err != nil {
+			return nil
+		}
+		others = append(others, o)
+		return o.d
+	}
+	return decodeUnit(u.d, dwarf.Offset(u.h.dieOff), func(die dwarf.Offset) string { return l.name(die, dataAt) })
+}
+
+func (l *Lines) wholeData(dwarf.Offset) *dwarf.Data { return l.d }
 
 // codeFreeTags are DIEs whose children never hold code: skipping them
 // saves most of a C++ unit's walk.
@@ -302,21 +380,23 @@ var codeFreeTags = map[dwarf.Tag]bool{
 	dwarf.TagTemplateTypeParameter: true, dwarf.TagCallSite: true, dwarf.Tag(0x4109): true, // DW_TAG_GNU_call_site,
 }
 
-func (l *Lines) decodeUnit(off dwarf.Offset) (cu *unitInfo) {
+// decodeUnit decodes the unit at off of d: its line table and its tree of
+// functions and inlined calls, each named by name.
+func decodeUnit(d *dwarf.Data, off dwarf.Offset, name func(dwarf.Offset) string) (cu *unitInfo) {
 	cu = &unitInfo{}
 	defer func() {
 		if p := recover(); p != nil {
 			cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
 		}
 	}()
-	r := l.d.Reader()
+	r := d.Reader()
 	r.Seek(off)
 	top, err := r.Next()
 	if err != nil || top == nil {
 		cu.err = &FormatError{".debug_info", int64(off), fmt.Errorf("reading compile unit: %v", err)}
 		return cu
 	}
-	if err := cu.readLines(l.d, top); err != nil {
+	if err := cu.readLines(d, top); err != nil {
 		cu.err = &FormatError{".debug_line", -1, fmt.Errorf("unit at %#x: %w", off, err)}
 		return cu
 	}
@@ -346,9 +426,9 @@ func (l *Lines) decodeUnit(off dwarf.Offset) (cu *unitInfo) {
 		enclosing := parent
 		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 			inlined := e.Tag == dwarf.TagInlinedSubroutine
-			ranges, _ := l.d.Ranges(e)
+			ranges, _ := d.Ranges(e)
 			if len(ranges) > 0 && (!inlined || parent >= 0) {
-				s := scope{ranges: ranges, die: e.Offset, inlined: inlined, callFile: -1}
+				s := scope{ranges: ranges, name: name(e.Offset), inlined: inlined, callFile: -1}
 				if inlined {
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
 						s.callFile = int32(v)
@@ -446,29 +526,32 @@ func b2i(b bool) int {
 // name returns the display name of the function a scope DIE stands for:
 // the demangled linkage name if it or its abstract origin or
 // specification has one, else the first DW_AT_name found, as addr2line -C
-// prints it. Called with l.mu not held.
-func (l *Lines) name(off dwarf.Offset) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// prints it. dataAt gives the dwarf.Data that holds a DIE. Called with
+// l.mu held, while a unit is decoded.
+func (l *Lines) name(off dwarf.Offset, dataAt func(dwarf.Offset) *dwarf.Data) string {
 	if n, ok := l.names[off]; ok {
 		return n
 	}
-	n := l.resolveName(off)
+	n := resolveName(off, dataAt)
 	l.names[off] = n
 	return n
 }
 
-func (l *Lines) resolveName(off dwarf.Offset) (name string) {
+func resolveName(off dwarf.Offset, dataAt func(dwarf.Offset) *dwarf.Data) (name string) {
 	defer func() {
 		if recover() != nil {
 			name = ""
 		}
 	}()
-	r := l.d.Reader()
 	plain := ""
 	// Origins and specifications chain at most a few deep; the bound
 	// stops a reference cycle in corrupt input.
 	for hop := 0; hop < 8; hop++ {
+		d := dataAt(off)
+		if d == nil {
+			break
+		}
+		r := d.Reader()
 		r.Seek(off)
 		e, err := r.Next()
 		if err != nil || e == nil {

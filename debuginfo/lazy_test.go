@@ -1,0 +1,153 @@
+package debuginfo
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"slices"
+	"testing"
+	"time"
+)
+
+// legacyLines indexes f the way NewLines did before .debug_aranges was
+// used: every section whole, every unit's ranges read up front.
+func legacyLines(t testing.TB, f *elf.File) *Lines {
+	t.Helper()
+	d, err := loadDWARF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLinesFromDWARF(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// compareLazy checks that the lazy index gives every PC the same frames
+// as reading the whole DWARF.
+func compareLazy(t *testing.T, f *elf.File, pcs []uint64) {
+	t.Helper()
+	start := time.Now()
+	lazy, err := NewLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy.lazy == nil {
+		t.Fatal("NewLines did not index from .debug_aranges")
+	}
+	lazyIndex := time.Since(start)
+	start = time.Now()
+	whole := legacyLines(t, f)
+	wholeIndex := time.Since(start)
+	t.Logf("index: lazy %v, whole %v; %d aranges ranges, %d unit ranges", lazyIndex, wholeIndex, lazy.Units(), whole.Units())
+	withLines, bad := 0, 0
+	for _, pc := range pcs {
+		a, errA := lazy.Frames(pc, nil)
+		b, errB := whole.Frames(pc, nil)
+		if (errA == nil) != (errB == nil) {
+			t.Errorf("%#x: lazy error %v, whole error %v", pc, errA, errB)
+		}
+		if len(b) > 0 && b[len(b)-1].Line > 0 {
+			withLines++
+		}
+		if !slices.Equal(a, b) {
+			t.Errorf("%#x:\n lazy  %+v\n whole %+v", pc, a, b)
+			if bad++; bad > 10 {
+				t.Fatal("too many differences")
+			}
+		}
+	}
+	if withLines < len(pcs)/2 {
+		t.Errorf("only %d of %d PCs have lines: the comparison proves little", withLines, len(pcs))
+	}
+	t.Logf("%d PCs, %d with lines", len(pcs), withLines)
+}
+
+// funcPCs returns, for each function symbol of f, its start and middle.
+func funcPCs(t *testing.T, f *elf.File, limit int) []uint64 {
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pcs []uint64
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Value == 0 {
+			continue
+		}
+		pcs = append(pcs, s.Value, s.Value+s.Size/2)
+	}
+	slices.Sort(pcs)
+	pcs = slices.Compact(pcs)
+	if len(pcs) > limit {
+		step := len(pcs) / limit
+		var picked []uint64
+		for i := 0; i < len(pcs); i += step {
+			picked = append(picked, pcs[i])
+		}
+		pcs = picked
+	}
+	return pcs
+}
+
+// TestLazyLinesLibc compares the lazy index of libc's debug file (zlib
+// compressed sections in Debian's libc6-dbg) with the whole one.
+func TestLazyLinesLibc(t *testing.T) {
+	_, df, _ := openLibcDebug(t)
+	compareLazy(t, df.File, funcPCs(t, df.File, 3000))
+}
+
+// TestLazyLinesCXX does the same on fresh g++ output, every byte of the
+// inline-heavy function.
+func TestLazyLinesCXX(t *testing.T) {
+	f, err := elf.Open(buildCXX(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	pcs := funcAddrs(t, f, "_ZN4demo3runERKSt6vectorIlSaIlEEl", "main")
+	compareLazy(t, f, append(pcs, funcPCs(t, f, 1000)...))
+}
+
+// TestParseArangesErrors feeds truncated and malformed tables.
+func TestParseArangesErrors(t *testing.T) {
+	le := binary.LittleEndian
+	good := le.AppendUint32(nil, 44)
+	good = le.AppendUint16(good, 2)
+	good = le.AppendUint32(good, 0x1234) // debug_info offset
+	good = append(good, 8, 0)
+	good = append(good, 0, 0, 0, 0) // pad to 16
+	good = le.AppendUint64(good, 0x1000)
+	good = le.AppendUint64(good, 0x20)
+	good = le.AppendUint64(good, 0)
+	good = le.AppendUint64(good, 0)
+	got, err := parseAranges(good, le)
+	if err != nil || len(got) != 1 || got[0] != (unitRange{0x1000, 0x1020, 0x1234}) {
+		t.Fatalf("good table: %v %v", got, err)
+	}
+	for n := 1; n < len(good); n++ {
+		if _, err := parseAranges(good[:n], le); err == nil && n < 12 {
+			t.Errorf("truncated to %d bytes: no error", n)
+		}
+	}
+	bad := append([]byte(nil), good...)
+	bad[4] = 7 // version
+	if _, err := parseAranges(bad, le); err == nil {
+		t.Error("version 7 accepted")
+	}
+}
+
+// FuzzAranges: any bytes give ranges or an error, never a panic.
+func FuzzAranges(f *testing.F) {
+	f.Add([]byte{44, 0, 0, 0, 2, 0, 0x34, 0x12, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 0, 0, 0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 8, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, order := range []binary.ByteOrder{binary.LittleEndian, binary.BigEndian} {
+			rs, err := parseAranges(b, order)
+			for _, r := range rs {
+				if r.lo >= r.hi {
+					t.Fatalf("empty range %+v (err %v)", r, err)
+				}
+			}
+		}
+	})
+}
