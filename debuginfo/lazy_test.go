@@ -151,3 +151,44 @@ func FuzzAranges(f *testing.F) {
 		}
 	})
 }
+
+// TestFramesNoWait: the first lookup in a unit does not wait for it and
+// says so; once the unit is decoded the frames are Frames'.
+func TestFramesNoWait(t *testing.T) {
+	_, df, _ := openLibcDebug(t)
+	pcs := funcPCs(t, df.File, 20)
+	l, err := NewLines(df.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := NewLines(df.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	notReady := 0
+	for _, pc := range pcs {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, ready, err := l.FramesNoWait(pc, nil)
+			if !ready {
+				if len(got) != 0 || err != nil {
+					t.Fatalf("%#x: not ready, yet frames %v error %v", pc, got, err)
+				}
+				notReady++
+				if time.Now().After(deadline) {
+					t.Fatalf("%#x: unit never decoded", pc)
+				}
+				time.Sleep(time.Millisecond)
+				continue
+			}
+			want, werr := ref.Frames(pc, nil)
+			if !slices.Equal(got, want) || (err == nil) != (werr == nil) {
+				t.Fatalf("%#x: FramesNoWait %v %v, Frames %v %v", pc, got, err, want, werr)
+			}
+			break
+		}
+	}
+	if notReady == 0 {
+		t.Error("every lookup was ready at once: the test proves nothing")
+	}
+}

@@ -37,9 +37,18 @@ type Lines struct {
 	units  []unitRange
 	maxEnd []uint64
 
-	mu    sync.Mutex
-	cus   map[dwarf.Offset]*unitInfo
-	names map[dwarf.Offset]string
+	mu  sync.Mutex // guards cus
+	cus map[dwarf.Offset]*unitSlot
+	// decodeMu serialises decoding (debug/dwarf's Data is not documented
+	// as safe for concurrent use) and guards names.
+	decodeMu sync.Mutex
+	names    map[dwarf.Offset]string
+}
+
+// unitSlot is one unit's decoding: done is closed when cu is set.
+type unitSlot struct {
+	done chan struct{}
+	cu   *unitInfo
 }
 
 type unitRange struct {
@@ -178,14 +187,14 @@ func newLazyLines(f *elf.File) (*Lines, error) {
 		// A table we cannot read is no index; the units still are.
 		return nil, nil
 	}
-	l := &Lines{lazy: newLazyDWARF(f), units: units, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
+	l := &Lines{lazy: newLazyDWARF(f), units: units, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
 	l.sortUnits()
 	return l, nil
 }
 
 // NewLinesFromDWARF indexes d's compile units by PC range.
 func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
-	l = &Lines{d: d, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
+	l = &Lines{d: d, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
 	defer func() {
 		if p := recover(); p != nil {
 			l, err = nil, &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
@@ -236,23 +245,39 @@ func (l *Lines) Units() int { return len(l.units) }
 // the object), innermost first: each inlined call (Inlined true) then the
 // containing function. It returns dst unchanged if no unit covers pc.
 func (l *Lines) Frames(pc uint64, dst []Frame) ([]Frame, error) {
+	dst, _, err := l.frames(pc, dst, true)
+	return dst, err
+}
+
+// FramesNoWait is Frames for callers that must not wait for a unit to be
+// read: if pc's unit is not decoded yet, it starts decoding it on a
+// goroutine of its own and returns dst and ready false; a later call
+// gives the frames. The frames are the same as Frames', whenever asked.
+func (l *Lines) FramesNoWait(pc uint64, dst []Frame) (frames []Frame, ready bool, err error) {
+	return l.frames(pc, dst, false)
+}
+
+func (l *Lines) frames(pc uint64, dst []Frame, wait bool) ([]Frame, bool, error) {
 	i := sort.Search(len(l.units), func(i int) bool { return l.units[i].lo > pc }) - 1
 	for ; i >= 0 && l.maxEnd[i] > pc; i-- {
 		u := l.units[i]
 		if pc < u.lo || pc >= u.hi {
 			continue
 		}
-		cu, err := l.unit(u.cu)
-		if err != nil {
-			return dst, err
+		cu, ok := l.unit(u.cu, wait)
+		if !ok {
+			return dst, false, nil
+		}
+		if cu.err != nil {
+			return dst, true, cu.err
 		}
 		n := len(dst)
 		dst = l.framesIn(cu, pc, dst)
 		if len(dst) > n {
-			return dst, nil
+			return dst, true, nil
 		}
 	}
-	return dst, nil
+	return dst, true, nil
 }
 
 // framesIn builds the chain of pc inside one unit.
@@ -316,19 +341,50 @@ func (cu *unitInfo) lineAt(pc uint64) (string, int, bool) {
 }
 
 // unit returns the decoded unit at off, decoding it once.
-func (l *Lines) unit(off dwarf.Offset) (*unitInfo, error) {
+// With wait false it never blocks: a unit not decoded yet is started on a
+// goroutine and ok is false.
+func (l *Lines) unit(off dwarf.Offset, wait bool) (cu *unitInfo, ok bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	cu, ok := l.cus[off]
-	if !ok {
-		if l.lazy != nil {
-			cu = l.decodeLazy(off)
-		} else {
-			cu = decodeUnit(l.d, off, func(die dwarf.Offset) string { return l.name(die, l.wholeData) })
-		}
-		l.cus[off] = cu
+	s := l.cus[off]
+	first := s == nil
+	if first {
+		s = &unitSlot{done: make(chan struct{})}
+		l.cus[off] = s
 	}
-	return cu, cu.err
+	l.mu.Unlock()
+	if first {
+		if !wait {
+			go l.decode(off, s)
+			return nil, false
+		}
+		l.decode(off, s)
+	}
+	if wait {
+		<-s.done
+		return s.cu, true
+	}
+	select {
+	case <-s.done:
+		return s.cu, true
+	default:
+		return nil, false
+	}
+}
+
+func (l *Lines) decode(off dwarf.Offset, s *unitSlot) {
+	l.decodeMu.Lock()
+	defer l.decodeMu.Unlock()
+	defer close(s.done)
+	defer func() {
+		if p := recover(); p != nil {
+			s.cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
+		}
+	}()
+	if l.lazy != nil {
+		s.cu = l.decodeLazy(off)
+	} else {
+		s.cu = decodeUnit(l.d, off, func(die dwarf.Offset) string { return l.name(die, l.wholeData) })
+	}
 }
 
 // decodeLazy decodes the unit at off from its own image. Names are
@@ -527,7 +583,7 @@ func b2i(b bool) int {
 // the demangled linkage name if it or its abstract origin or
 // specification has one, else the first DW_AT_name found, as addr2line -C
 // prints it. dataAt gives the dwarf.Data that holds a DIE. Called with
-// l.mu held, while a unit is decoded.
+// l.decodeMu held, while a unit is decoded.
 func (l *Lines) name(off dwarf.Offset, dataAt func(dwarf.Offset) *dwarf.Data) string {
 	if n, ok := l.names[off]; ok {
 		return n
