@@ -45,7 +45,7 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	})
 	for _, w := range out {
 		if w.err == nil {
-			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
+			w.ts.Frames, _ = t.symbolizeFrames(w.frames, t.opts.Symbols)
 		}
 		fn(w.ts, w.err)
 	}

@@ -15,6 +15,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
+	"stacktop/unwind"
 )
 
 // DefaultRate is the default sampling rate in Hz: 99, not 100, so ticks do
@@ -65,6 +66,11 @@ type Engine struct {
 	results []stackResult
 	// Scratch lists of checkThreads and reconcile, kept between ticks.
 	due, window, idle, ran, fresh []*threadState
+	// late holds the stacks added before their lines were ready (line
+	// tables load in the background): the walk's frames by stack id, to
+	// name again once they are, so a stack is the same whenever it was
+	// taken. Guarded by mu.
+	late map[int32][]unwind.Frame
 
 	mu    sync.Mutex // guards prof (writes happen under it) and st
 	prof  *profile.Profile
@@ -166,6 +172,13 @@ func (e *Engine) Target() *Target { return e.t }
 // Run must be called once.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.closeThreads()
+	defer func() {
+		// What the profile says must not depend on when it stopped:
+		// wait for the lines still loading.
+		e.mu.Lock()
+		e.resolveLate(true)
+		e.mu.Unlock()
+	}()
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -239,6 +252,8 @@ type sampled struct {
 	stopped  bool
 	pause    time.Duration
 	total    time.Duration
+	// linesPending: frames lack lines not ready yet (ThreadStack's).
+	linesPending []unwind.Frame
 }
 
 // scan runs one tick: list the threads, decide which to sample, sample
@@ -248,6 +263,9 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	proc := e.t.proc
 	if n := proc.Execs(); n != e.execs {
 		e.execs = n
+		e.mu.Lock()
+		e.resolveLate(true) // while the old image's symbols are there
+		e.mu.Unlock()
 		e.t.reload()
 		cmd := procmaps.Cmdline(e.t.PID)
 		e.mu.Lock()
@@ -328,7 +346,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			th.stack, th.complete = ts.Frames, ts.Complete
 			e.refreshName(th, now)
 			batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
-				stopped: true, pause: ts.Stopped, total: ts.Total})
+				stopped: true, pause: ts.Stopped, total: ts.Total, linesPending: ts.linesPending})
 		}
 		clear(results) // drop the frames: th.stack keeps what is needed
 	}
@@ -350,6 +368,7 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 		} else {
 			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
 				Frames: b.frames, Truncated: !b.complete})
+			e.noteLines(b.th.profiled.LastStack, b)
 		}
 		e.st.samples++
 		if b.stopped {
@@ -372,7 +391,46 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 	e.st.tickWork += work
 	e.st.tickWorkMax = max(e.st.tickWorkMax, work)
 	e.st.elapsed = time.Since(e.start)
+	e.resolveLate(false)
 	e.syncCounters()
+}
+
+// noteLines keeps the walk of a stack added without all its lines, or
+// completes a stack added so before with b's frames, which have them.
+// Called with mu held.
+func (e *Engine) noteLines(id int32, b *sampled) {
+	if b.linesPending != nil {
+		if e.late == nil {
+			e.late = map[int32][]unwind.Frame{}
+		}
+		if _, ok := e.late[id]; !ok {
+			e.late[id] = b.linesPending
+		}
+		return
+	}
+	if _, ok := e.late[id]; ok && b.stopped {
+		e.prof.SetFrames(id, b.frames)
+		delete(e.late, id)
+	}
+}
+
+// resolveLate names again the stacks added before their lines were ready,
+// and replaces the frames of those whose lines are ready now. With wait it
+// waits for the lines. Called with mu held, on Run's goroutine.
+func (e *Engine) resolveLate(wait bool) {
+	if len(e.late) == 0 {
+		return
+	}
+	opts := e.t.opts.Symbols
+	opts.AsyncLines = !wait
+	for id, walk := range e.late {
+		frames, pending := e.t.symbolizeFrames(walk, opts)
+		if pending {
+			continue
+		}
+		e.prof.SetFrames(id, frames)
+		delete(e.late, id)
+	}
 }
 
 // syncCounters copies the engine's counters into the profile's, which the
