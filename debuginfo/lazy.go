@@ -37,7 +37,7 @@ type lazyDWARF struct {
 // The sections read whole; the first two are dwarf.New's str and ranges.
 var wholeSections = []string{".debug_str", ".debug_ranges", ".debug_line_str", ".debug_str_offsets", ".debug_addr", ".debug_rnglists"}
 
-func newLazyDWARF(f *elf.File) *lazyDWARF {
+func newLazyDWARF(f *elf.File, c *Cache, buildID string) *lazyDWARF {
 	z := &lazyDWARF{
 		order:  f.ByteOrder,
 		info:   newLazySection(f, ".debug_info"),
@@ -47,7 +47,14 @@ func newLazyDWARF(f *elf.File) *lazyDWARF {
 	for _, name := range wholeSections {
 		z.whole = append(z.whole, newLazySection(f, name))
 	}
+	for _, s := range z.sections() {
+		s.useCache(c, buildID)
+	}
 	return z
+}
+
+func (z *lazyDWARF) sections() []*lazySection {
+	return append([]*lazySection{z.info, z.abbrev, z.line}, z.whole...)
 }
 
 func (z *lazyDWARF) wholeData() ([][]byte, error) {

@@ -29,8 +29,9 @@ var ErrNoDWARF = errors.New("debuginfo: no DWARF debugging information")
 // Lines answers file:line and inline-chain queries for one object's DWARF.
 // It is safe for concurrent use.
 type Lines struct {
-	d    *dwarf.Data // the whole DWARF; nil when lazy
-	lazy *lazyDWARF  // units read one by one; nil when d is set
+	d       *dwarf.Data // the whole DWARF; nil when lazy
+	lazy    *lazyDWARF  // units read one by one; nil when d is set
+	aranges *lazySection
 	// units holds every compile unit PC range, sorted by start; maxEnd[i]
 	// is the largest end among units[:i+1], so a backward scan can stop
 	// as soon as no earlier range can reach the PC (ranges may overlap).
@@ -98,11 +99,18 @@ func (s *scope) contains(pc uint64) bool {
 // Without it every unit's header and PC ranges are read here, which needs
 // all of .debug_info.
 func NewLines(f *elf.File) (l *Lines, err error) {
+	return NewLinesCached(f, nil)
+}
+
+// NewLinesCached is NewLines with the decompressed sections kept in c
+// (nil: no cache) from one run to the next; SaveCache writes what this
+// run added.
+func NewLinesCached(f *elf.File, c *Cache) (l *Lines, err error) {
 	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
 		return nil, ErrNoDWARF
 	}
 	if f.Section(".zdebug_info") == nil {
-		if l, err := newLazyLines(f); l != nil || err != nil {
+		if l, err := newLazyLines(f, c); l != nil || err != nil {
 			return l, err
 		}
 	}
@@ -173,10 +181,15 @@ func loadDWARF(f *elf.File) (*dwarf.Data, error) {
 
 // newLazyLines indexes f's units from .debug_aranges. It returns nil, nil
 // when f has no usable .debug_aranges, for NewLines to read every unit.
-func newLazyLines(f *elf.File) (*Lines, error) {
+func newLazyLines(f *elf.File, c *Cache) (*Lines, error) {
 	s := newLazySection(f, ".debug_aranges")
 	if !s.present() {
 		return nil, nil
+	}
+	buildID := ""
+	if c != nil {
+		buildID = objectBuildID(f)
+		s.useCache(c, buildID)
 	}
 	b, err := s.all()
 	if err != nil {
@@ -187,7 +200,7 @@ func newLazyLines(f *elf.File) (*Lines, error) {
 		// A table we cannot read is no index; the units still are.
 		return nil, nil
 	}
-	l := &Lines{lazy: newLazyDWARF(f), units: units, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
+	l := &Lines{lazy: newLazyDWARF(f, c, buildID), aranges: s, units: units, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
 	l.sortUnits()
 	return l, nil
 }
@@ -236,6 +249,20 @@ func (l *Lines) sortUnits() {
 		m = max(m, u.hi)
 		l.maxEnd[i] = m
 	}
+}
+
+// SaveCache writes to the cache given to NewLinesCached the section bytes
+// this run decompressed beyond what the cache held. Errors cost the next
+// run time, not answers: callers may ignore them.
+func (l *Lines) SaveCache() error {
+	if l.lazy == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range append(l.lazy.sections(), l.aranges) {
+		errs = append(errs, s.saveCache())
+	}
+	return errors.Join(errs...)
 }
 
 // Units is the number of compile unit ranges indexed.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"sync"
 )
 
@@ -26,6 +27,14 @@ type lazySection struct {
 	r    io.Reader // positioned at len(buf); nil before the first read
 	done bool      // buf holds the whole section
 	err  error     // sticky: why the section could not be read further
+
+	// The cache of decompressed prefixes, if any; looked up at the
+	// first read.
+	cache     *Cache
+	buildID   string
+	entry     *sectionCache
+	cacheRead bool
+	cachedLen int // how much of buf the cache holds
 }
 
 func newLazySection(f *elf.File, name string) *lazySection {
@@ -36,12 +45,49 @@ func newLazySection(f *elf.File, name string) *lazySection {
 	return s
 }
 
+// useCache makes s look for its bytes in c (under buildID) first.
+func (s *lazySection) useCache(c *Cache, buildID string) {
+	s.cache, s.buildID = c, buildID
+}
+
+// fromCache fills buf from the cache, once. Called with mu held.
+func (s *lazySection) fromCache() {
+	if s.cacheRead || s.sec == nil {
+		return
+	}
+	s.cacheRead = true
+	if s.entry = s.cache.cacheFor(s.sec, s.buildID); s.entry == nil {
+		return
+	}
+	if b := s.entry.load(); b != nil {
+		s.buf, s.cachedLen = b, len(b)
+		s.done = uint64(len(b)) == s.sec.Size
+	}
+}
+
+// saveCache stores what was decompressed beyond what the cache holds.
+func (s *lazySection) saveCache() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entry == nil || len(s.buf) <= s.cachedLen {
+		return nil
+	}
+	if err := s.entry.store(s.buf); err != nil {
+		return err
+	}
+	s.cachedLen = len(s.buf)
+	return nil
+}
+
 // present reports whether the object has the section.
 func (s *lazySection) present() bool { return s.sec != nil }
 
 // lazyChunk is the least a read decompresses past what was asked: reads of
 // successive units then cost one refill every few units, not one each.
 const lazyChunk = 256 << 10
+
+// readStep is how much is decompressed between two yields of the CPU.
+const readStep = 64 << 10
 
 // maxPrealloc bounds the capacity reserved up front from a section's
 // declared size, which a corrupt header can inflate at will.
@@ -52,6 +98,7 @@ const maxPrealloc = 64 << 20
 func (s *lazySection) prefix(n uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.fromCache()
 	if uint64(len(s.buf)) >= n || s.done {
 		return s.buf, nil
 	}
@@ -59,17 +106,26 @@ func (s *lazySection) prefix(n uint64) ([]byte, error) {
 		return s.buf, s.err
 	}
 	if s.r == nil {
+		// A stream decodes from its start only: what the cache held is
+		// decompressed again (and the longer prefix cached later).
 		s.r = s.sec.Open()
+		s.buf = nil
 		if size := s.sec.Size; size > 0 {
 			s.buf = make([]byte, 0, min(size, maxPrealloc))
 		}
 	}
 	want := max(n, uint64(len(s.buf))+lazyChunk)
-	for uint64(len(s.buf)) < want {
+	for step := 0; uint64(len(s.buf)) < want; step++ {
 		if len(s.buf) == cap(s.buf) {
 			s.buf = append(s.buf, 0)[:len(s.buf)]
 		}
-		m, err := s.r.Read(s.buf[len(s.buf):min(uint64(cap(s.buf)), want)])
+		if step > 0 {
+			// Decompressing a large prefix takes tens of milliseconds;
+			// with GOMAXPROCS=1 (record, top) yielding between steps
+			// lets the sampling engine's ticks run on time.
+			runtime.Gosched()
+		}
+		m, err := s.r.Read(s.buf[len(s.buf):min(uint64(cap(s.buf)), want, uint64(len(s.buf))+readStep)])
 		s.buf = s.buf[:len(s.buf)+m]
 		if err == io.EOF {
 			s.done = true

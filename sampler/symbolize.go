@@ -22,6 +22,9 @@ type SymbolOptions struct {
 	// periodic engine, whose ticks must not stall, names such stacks
 	// again later; dump waits).
 	AsyncLines bool
+	// CacheDir keeps the decompressed DWARF that lookups needed from one
+	// run to the next (see debuginfo.Cache); "" for none.
+	CacheDir string
 }
 
 // symbolizeFrames names the frames of one stack, leaf first. With DWARF a
@@ -60,6 +63,7 @@ func (s *symbolizer) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ms := range s.mods {
+		ms.saveCache()
 		if ms.debug != nil {
 			ms.debug.Close()
 		}
@@ -86,6 +90,21 @@ type moduleSymbols struct {
 
 // maxCachedPCs bounds each module's PC cache; past it the cache restarts.
 const maxCachedPCs = 1 << 16
+
+// saveCache writes what this run added to the DWARF cache, if the lines
+// are loaded (a load still running is not waited for).
+func (ms *moduleSymbols) saveCache() {
+	if ms.linesDone == nil {
+		return
+	}
+	select {
+	case <-ms.linesDone:
+		if ms.lines != nil {
+			ms.lines.SaveCache() // a failed write costs the next run time only
+		}
+	default:
+	}
+}
 
 func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
 	s.mu.Lock()
@@ -134,8 +153,8 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 // engine asks, the index and the unit are read in the background and
 // ready is false until they are, so a tick never waits for them; dump
 // waits.
-func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool) (fr []debuginfo.Frame, ready bool) {
-	ms.startLines(m)
+func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
+	ms.startLines(m, cacheDir)
 	if async {
 		select {
 		case <-ms.linesDone:
@@ -150,7 +169,7 @@ func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bo
 
 // startLines starts loading m's line tables once; linesDone is closed when
 // they are ready (or known to be absent).
-func (ms *moduleSymbols) startLines(m *procmaps.Module) {
+func (ms *moduleSymbols) startLines(m *procmaps.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
 		go func() {
@@ -162,7 +181,11 @@ func (ms *moduleSymbols) startLines(m *procmaps.Module) {
 			if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
 				dwarfFile = ms.debug.File
 			}
-			ms.lines, ms.linesErr = debuginfo.NewLines(dwarfFile)
+			var cache *debuginfo.Cache
+			if cacheDir != "" {
+				cache = &debuginfo.Cache{Dir: cacheDir}
+			}
+			ms.lines, ms.linesErr = debuginfo.NewLinesCached(dwarfFile, cache)
 			if ms.lines == nil {
 				ms.gotab, _ = debuginfo.NewGoTable(m.File)
 			}
@@ -243,7 +266,7 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if opt.NoLines {
 		return append(out, base)
 	}
-	src, ready := ms.sourceFrames(em.Module, lookup, opt.AsyncLines)
+	src, ready := ms.sourceFrames(em.Module, lookup, opt.AsyncLines, opt.CacheDir)
 	if !ready {
 		*pending = true
 	}

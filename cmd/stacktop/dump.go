@@ -50,7 +50,7 @@ func runDump(args []string) int {
 			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
 				StackWindow: *window,
 				NoCFI:       *noCFI,
-				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
+				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
 			},
 		})
 		if err != nil && (res == nil || len(res.Threads) == 0) {
