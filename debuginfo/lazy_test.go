@@ -1,6 +1,7 @@
 package debuginfo
 
 import (
+	"bytes"
 	"debug/elf"
 	"encoding/binary"
 	"slices"
@@ -190,5 +191,46 @@ func TestFramesNoWait(t *testing.T) {
 	}
 	if notReady == 0 {
 		t.Error("every lookup was ready at once: the test proves nothing")
+	}
+}
+
+// TestLazyInMadeELF: the ELF the fuzz target builds around DWARF sections
+// gives the same frames as the compiler's file, so the fuzzer's seed runs
+// the whole lazy path.
+func TestLazyInMadeELF(t *testing.T) {
+	f, err := elf.Open(buildCXX(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	secs := map[string][]byte{}
+	for _, name := range []string{".debug_aranges", ".debug_info", ".debug_abbrev", ".debug_line", ".debug_str", ".debug_line_str", ".debug_rnglists"} {
+		if s := f.Section(name); s != nil {
+			secs[name], _ = s.Data()
+		}
+	}
+	made, err := elf.NewFile(bytes.NewReader(elfWithSections(secs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := NewLines(made)
+	if err != nil || a.lazy == nil {
+		t.Fatalf("made ELF: %v (lazy %v)", err, a != nil && a.lazy != nil)
+	}
+	b, err := NewLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, pc := range funcAddrs(t, f, "main") {
+		x, _ := a.Frames(pc, nil)
+		y, _ := b.Frames(pc, nil)
+		if !slices.Equal(x, y) {
+			t.Fatalf("%#x: made %+v, compiled %+v", pc, x, y)
+		}
+		n += len(x)
+	}
+	if n == 0 {
+		t.Fatal("no frames at all")
 	}
 }

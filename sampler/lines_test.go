@@ -3,6 +3,7 @@ package sampler
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -124,4 +125,69 @@ func shownKey(frames []profile.Frame) string {
 		fmt.Fprintf(&b, "%s %s:%d;", f.Name(), f.File, f.Line)
 	}
 	return b.String()
+}
+
+// BenchmarkRecordStart measures what issue 16 asks of record and top: the
+// time from attach (Open) to the first sample, and the tick rate achieved
+// over a 3 s recording at 999 Hz, of cxxinline's spinning thread while
+// the line tables (libc's debug file among them) load. Run it with
+// -benchtime=1x (each iteration records 3 s); bench/lines.sh does. The
+// sub-benchmarks: no DWARF cache, a cold cache, a warm one.
+func BenchmarkRecordStart(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (ptrace)")
+	}
+	tg := targets.Start(b, "cxxinline-sframe3")
+	warmDir := b.TempDir()
+	for _, mode := range []string{"nocache", "cold", "warm"} {
+		b.Run(mode, func(b *testing.B) {
+			var first, rate, missed float64
+			for i := 0; i < b.N; i++ {
+				opts := Options{Symbols: SymbolOptions{AsyncLines: true}}
+				switch mode {
+				case "cold":
+					opts.Symbols.CacheDir = b.TempDir()
+				case "warm":
+					opts.Symbols.CacheDir = warmDir
+					if i == 0 {
+						recordOnce(b, tg.PID(), opts, 300*time.Millisecond)
+					}
+				}
+				f, r, m := recordOnce(b, tg.PID(), opts, 3*time.Second)
+				first += f
+				rate += r
+				missed += m
+			}
+			n := float64(b.N)
+			b.ReportMetric(first/n, "ms-to-first-sample")
+			b.ReportMetric(rate/n, "Hz")
+			b.ReportMetric(missed/n, "missed-ticks")
+		})
+	}
+}
+
+// recordOnce attaches, records for d at 999 Hz and detaches. It returns
+// the milliseconds from the attach to the first sample, the tick rate and
+// the ticks missed.
+func recordOnce(b *testing.B, pid int, opts Options, d time.Duration) (firstMs, hz, missed float64) {
+	tr := ptrace.NewTracer()
+	defer tr.Close()
+	cache := procmaps.NewModuleCache()
+	defer cache.Close()
+	t0 := time.Now()
+	target, err := Open(tr, pid, cache, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	e := NewEngine(target, EngineOptions{Rate: 999, Duration: d})
+	if err := e.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	p, st := e.Snapshot(), e.Stats()
+	if len(p.Events) == 0 {
+		b.Fatal("no samples")
+	}
+	firstMs = float64(p.Start.Add(p.Events[0].Time).Sub(t0)) / 1e6
+	return firstMs, st.Rate, float64(st.MissedTicks)
 }
