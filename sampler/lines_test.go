@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,9 @@ func BenchmarkRecordStart(b *testing.B) {
 	}
 	tg := targets.Start(b, "cxxinline-sframe3")
 	warmDir := b.TempDir()
+	// record and top run stacktop's Go code on one CPU (see
+	// cmd/stacktop's sampleOnOneCPU): measure them so.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for _, mode := range []string{"nocache", "cold", "warm"} {
 		b.Run(mode, func(b *testing.B) {
 			var first, rate, missed float64
