@@ -98,6 +98,10 @@ const maxPrealloc = 64 << 20
 func (s *lazySection) prefix(n uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.prefixLocked(n)
+}
+
+func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 	s.fromCache()
 	if uint64(len(s.buf)) >= n || s.done {
 		return s.buf, nil
@@ -115,6 +119,7 @@ func (s *lazySection) prefix(n uint64) ([]byte, error) {
 		}
 	}
 	want := max(n, uint64(len(s.buf))+lazyChunk)
+	empty := 0
 	for step := 0; uint64(len(s.buf)) < want; step++ {
 		if len(s.buf) == cap(s.buf) {
 			s.buf = append(s.buf, 0)[:len(s.buf)]
@@ -131,6 +136,11 @@ func (s *lazySection) prefix(n uint64) ([]byte, error) {
 			s.done = true
 			break
 		}
+		if err == nil && m == 0 {
+			if empty++; empty > 100 {
+				err = io.ErrNoProgress
+			}
+		}
 		if err != nil {
 			s.err = &FormatError{s.name, int64(len(s.buf)), fmt.Errorf("decompressing: %w", err)}
 			return s.buf, s.err
@@ -141,16 +151,12 @@ func (s *lazySection) prefix(n uint64) ([]byte, error) {
 
 // all returns the whole section.
 func (s *lazySection) all() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for {
-		b, err := s.prefix(uint64(len(s.buf)) + 4*lazyChunk)
-		if err != nil {
+		b, err := s.prefixLocked(uint64(len(s.buf)) + 4*lazyChunk)
+		if err != nil || s.done {
 			return b, err
-		}
-		s.mu.Lock()
-		done := s.done
-		s.mu.Unlock()
-		if done {
-			return b, nil
 		}
 	}
 }
@@ -160,6 +166,15 @@ func (s *lazySection) at(off, n uint64) ([]byte, error) {
 	end := off + n
 	if end < off {
 		return nil, &FormatError{s.name, int64(off), errors.New("offset overflows")}
+	}
+	if s.sec == nil || end > s.sec.Size {
+		// Checked before decompressing: a corrupt length must not make
+		// us inflate (and hold) gigabytes.
+		size := uint64(0)
+		if s.sec != nil {
+			size = s.sec.Size
+		}
+		return nil, &FormatError{s.name, int64(off), fmt.Errorf("%d bytes past the end of the section (%d bytes)", n, size)}
 	}
 	b, err := s.prefix(end)
 	if err != nil {
