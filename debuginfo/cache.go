@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"stacktop/procmaps"
 )
@@ -106,6 +107,7 @@ func (sc *sectionCache) store(data []byte) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
+	removeStaleTemps(dir)
 	tmp, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return err
@@ -130,4 +132,17 @@ func (sc *sectionCache) store(data []byte) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), sc.path)
+}
+
+// staleTemp is the age past which a temporary file in the cache is taken
+// for the remains of a run that was killed while it wrote.
+const staleTemp = 10 * time.Minute
+
+func removeStaleTemps(dir string) {
+	names, _ := filepath.Glob(filepath.Join(dir, ".tmp-*"))
+	for _, n := range names {
+		if fi, err := os.Lstat(n); err == nil && time.Since(fi.ModTime()) > staleTemp {
+			os.Remove(n)
+		}
+	}
 }
