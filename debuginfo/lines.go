@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"stacktop/symbols"
 )
@@ -44,6 +45,7 @@ type Lines struct {
 	// as safe for concurrent use) and guards names.
 	decodeMu sync.Mutex
 	names    map[dwarf.Offset]string
+	decoded  atomic.Int64 // units decoded so far
 }
 
 // unitSlot is one unit's decoding: done is closed when cu is set.
@@ -265,6 +267,10 @@ func (l *Lines) SaveCache() error {
 	return errors.Join(errs...)
 }
 
+// Decoded counts the units decoded so far: a caller that saw FramesNoWait
+// say "not ready" need not ask again before it changes.
+func (l *Lines) Decoded() int64 { return l.decoded.Load() }
+
 // Units is the number of compile unit ranges indexed.
 func (l *Lines) Units() int { return len(l.units) }
 
@@ -401,6 +407,7 @@ func (l *Lines) unit(off dwarf.Offset, wait bool) (cu *unitInfo, ok bool) {
 func (l *Lines) decode(off dwarf.Offset, s *unitSlot) {
 	l.decodeMu.Lock()
 	defer l.decodeMu.Unlock()
+	defer l.decoded.Add(1)
 	defer close(s.done)
 	defer func() {
 		if p := recover(); p != nil {

@@ -69,8 +69,10 @@ type Engine struct {
 	// late holds the stacks added before their lines were ready (line
 	// tables load in the background): the walk's frames by stack id, to
 	// name again once they are, so a stack is the same whenever it was
-	// taken. Guarded by mu.
+	// taken. Owned by Run's goroutine.
 	late map[int32][]unwind.Frame
+	// lateTried is the symboliser's readiness when late was last tried.
+	lateTried int64
 
 	mu    sync.Mutex // guards prof (writes happen under it) and st
 	prof  *profile.Profile
@@ -172,13 +174,9 @@ func (e *Engine) Target() *Target { return e.t }
 // Run must be called once.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.closeThreads()
-	defer func() {
-		// What the profile says must not depend on when it stopped:
-		// wait for the lines still loading.
-		e.mu.Lock()
-		e.resolveLate(true)
-		e.mu.Unlock()
-	}()
+	// What the profile says must not depend on when it stopped: wait
+	// for the lines still loading.
+	defer e.resolveLate(true)
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -263,9 +261,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	proc := e.t.proc
 	if n := proc.Execs(); n != e.execs {
 		e.execs = n
-		e.mu.Lock()
 		e.resolveLate(true) // while the old image's symbols are there
-		e.mu.Unlock()
 		e.t.reload()
 		cmd := procmaps.Cmdline(e.t.PID)
 		e.mu.Lock()
@@ -352,6 +348,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	}
 	if tick > 0 {
 		e.commit(batch, now, failed, gone, lastErr)
+		e.resolveLate(false)
 	}
 	return false
 }
@@ -391,7 +388,6 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone int64, last
 	e.st.tickWork += work
 	e.st.tickWorkMax = max(e.st.tickWorkMax, work)
 	e.st.elapsed = time.Since(e.start)
-	e.resolveLate(false)
 	e.syncCounters()
 }
 
@@ -416,20 +412,43 @@ func (e *Engine) noteLines(id int32, b *sampled) {
 
 // resolveLate names again the stacks added before their lines were ready,
 // and replaces the frames of those whose lines are ready now. With wait it
-// waits for the lines. Called with mu held, on Run's goroutine.
+// waits for the lines, without holding mu (Stats and Snapshot go on).
+// Called on Run's goroutine.
 func (e *Engine) resolveLate(wait bool) {
 	if len(e.late) == 0 {
 		return
 	}
+	if !wait {
+		// Naming every pending stack again at every tick would cost
+		// ticks while a large unit loads; only a change can help.
+		r := e.t.syms.readiness()
+		if r == e.lateTried {
+			return
+		}
+		e.lateTried = r
+	}
 	opts := e.t.opts.Symbols
 	opts.AsyncLines = !wait
+	type named struct {
+		id     int32
+		frames []profile.Frame
+	}
+	var done []named
 	for id, walk := range e.late {
 		frames, pending := e.t.symbolizeFrames(walk, opts)
 		if pending {
 			continue
 		}
-		e.prof.SetFrames(id, frames)
+		done = append(done, named{id, frames})
 		delete(e.late, id)
+	}
+	if len(done) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range done {
+		e.prof.SetFrames(n.id, n.frames)
 	}
 }
 

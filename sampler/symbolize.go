@@ -91,6 +91,29 @@ type moduleSymbols struct {
 // maxCachedPCs bounds each module's PC cache; past it the cache restarts.
 const maxCachedPCs = 1 << 16
 
+// readiness grows whenever line tables or a unit of DWARF became ready
+// in any module: stacks whose lines were pending need not be named again
+// while it stays the same.
+func (s *symbolizer) readiness() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, ms := range s.mods {
+		if ms.linesDone == nil {
+			continue
+		}
+		select {
+		case <-ms.linesDone:
+			n++
+			if ms.lines != nil {
+				n += ms.lines.Decoded()
+			}
+		default:
+		}
+	}
+	return n
+}
+
 // saveCache writes what this run added to the DWARF cache, if the lines
 // are loaded (a load still running is not waited for).
 func (ms *moduleSymbols) saveCache() {
