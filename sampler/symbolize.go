@@ -195,10 +195,11 @@ func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bo
 func (ms *moduleSymbols) startLines(m *procmaps.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
+		gate := linesGate
 		go func() {
 			defer close(ms.linesDone)
-			if g := linesGate; g != nil {
-				<-g
+			if gate != nil {
+				<-gate
 			}
 			dwarfFile := m.File
 			if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
