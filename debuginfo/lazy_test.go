@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -232,5 +234,57 @@ func TestLazyInMadeELF(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no frames at all")
+	}
+}
+
+// TestLazyLinesCXXDwarf4: the same with DWARF 4 (unit headers, .debug_ranges,
+// string forms of another version) and code split over sections, so the
+// unit's ranges are a list.
+func TestLazyLinesCXXDwarf4(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("g++ not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "inline4")
+	out, err := exec.Command("g++", "-O2", "-gdwarf-4", "-ffunction-sections", "-o", bin, "testdata/inline.cc").CombinedOutput()
+	if err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Section(".debug_ranges") == nil {
+		t.Fatal("no .debug_ranges: the test no longer covers DWARF 4 range lists")
+	}
+	pcs := funcAddrs(t, f, "_ZN4demo3runERKSt6vectorIlSaIlEEl", "main")
+	compareLazy(t, f, append(pcs, funcPCs(t, f, 1000)...))
+}
+
+// TestLazyLinesCompressed: SHF_COMPRESSED sections (zlib, and zstd where
+// the toolchain writes it) read as far as needed give the frames the
+// whole sections give.
+func TestLazyLinesCompressed(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("g++ not installed")
+	}
+	for _, kind := range []string{"zlib", "zstd"} {
+		t.Run(kind, func(t *testing.T) {
+			bin := filepath.Join(t.TempDir(), "inline-"+kind)
+			out, err := exec.Command("g++", "-O2", "-g", "-gz="+kind, "-o", bin, "testdata/inline.cc").CombinedOutput()
+			if err != nil {
+				t.Skipf("g++ -gz=%s: %v\n%s", kind, err, out)
+			}
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if s := f.Section(".debug_info"); s == nil || s.Flags&elf.SHF_COMPRESSED == 0 {
+				t.Skipf("-gz=%s left .debug_info uncompressed", kind)
+			}
+			pcs := funcAddrs(t, f, "_ZN4demo3runERKSt6vectorIlSaIlEEl", "main")
+			compareLazy(t, f, append(pcs, funcPCs(t, f, 1000)...))
+		})
 	}
 }
