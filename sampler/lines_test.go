@@ -133,7 +133,8 @@ func shownKey(frames []profile.Frame) string {
 // over a 3 s recording at 999 Hz, of cxxinline's spinning thread while
 // the line tables (libc's debug file among them) load. Run it with
 // -benchtime=1x (each iteration records 3 s); bench/lines.sh does. The
-// sub-benchmarks: no DWARF cache, a cold cache, a warm one.
+// sub-benchmarks: no lines at all (the rate without DWARF, for
+// comparison), no DWARF cache, a cold cache, a warm one.
 func BenchmarkRecordStart(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root (ptrace)")
@@ -143,12 +144,14 @@ func BenchmarkRecordStart(b *testing.B) {
 	// record and top run stacktop's Go code on one CPU (see
 	// cmd/stacktop's sampleOnOneCPU): measure them so.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for _, mode := range []string{"nocache", "cold", "warm"} {
+	for _, mode := range []string{"nolines", "nocache", "cold", "warm"} {
 		b.Run(mode, func(b *testing.B) {
 			var first, rate, missed, work float64
 			for i := 0; i < b.N; i++ {
 				opts := Options{Symbols: SymbolOptions{AsyncLines: true}}
 				switch mode {
+				case "nolines":
+					opts.Symbols.NoLines = true
 				case "cold":
 					opts.Symbols.CacheDir = b.TempDir()
 				case "warm":
