@@ -79,7 +79,24 @@ func NewCallSites(f *elf.File) (*CallSites, error) {
 // NewCallSitesFromLines reads the call sites of the DWARF that l indexes,
 // sharing its decompressed sections (reading them is most of the cost).
 func NewCallSitesFromLines(l *Lines) (*CallSites, error) {
-	return NewCallSitesFromDWARF(l.d)
+	d := l.d
+	if d == nil {
+		// A lazy index decodes units one by one; call sites need them
+		// all (see lazyDWARF.allUnits).
+		var err error
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					err = &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
+				}
+			}()
+			d, err = l.lazy.allUnits()
+		}()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return NewCallSitesFromDWARF(d)
 }
 
 // NewCallSitesFromDWARF reads d's call sites. Entries it cannot decode

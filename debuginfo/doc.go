@@ -13,12 +13,28 @@
 // resulting *elf.File objects feed symbols.LoadWithDebug for names, and
 // NewLines for file:line and inline frames.
 //
-// Lines indexes lazily because a DWARF walk of libc takes tens of
-// milliseconds: NewLines only reads each compile unit's PC ranges (one
-// header per unit); the first lookup in a unit decodes that unit's line
-// table and its subprogram/inlined-subroutine tree, which are then kept.
+// Lines reads DWARF on demand, because reading all of libc's takes a
+// quarter of a second (most of it inflating its zlib-compressed sections,
+// the rest dwarf.New reading 2,000 units' abbreviation tables). NewLines
+// takes .debug_aranges as the PC-to-unit index; the first lookup in a
+// unit reads that unit alone (lazy.go: its bytes at their real offset in
+// an image of .debug_info with one padding unit before them, so
+// debug/dwarf parses two units) and decodes its line table and its
+// subprogram/inlined-subroutine tree, which are then kept. Compressed
+// sections are inflated only as far as the units read so far reach
+// (section.go): a zlib or zstd stream has no random access. Objects
+// without .debug_aranges, and old .zdebug sections, are indexed as
+// before: every unit's header and PC ranges, from whole sections.
+//
 // Lines is safe for concurrent use. Frames returns the inline chain of one
-// PC innermost first, as addr2line -i prints it.
+// PC innermost first, as addr2line -i prints it; FramesNoWait never waits
+// for a unit to be read, it starts reading it in the background and says
+// the frames are not ready (the sampling engine's ticks use it).
+//
+// A Cache (NewLinesCached) keeps the decompressed prefixes in files keyed
+// by build ID under the user's cache directory, so a later run reads them
+// instead of inflating again; SaveCache writes what a run added. cache.go
+// explains why a damaged or concurrent cache never gives a wrong answer.
 //
 // CallSites (callsites.go) reads an object's DWARF call-site records
 // (DW_TAG_call_site, DW_TAG_GNU_call_site) in one scan that skips every

@@ -1,11 +1,15 @@
 package debuginfo
 
 import (
+	"bytes"
 	"debug/dwarf"
 	"debug/elf"
+	"encoding/binary"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"stacktop/internal/fuzzbudget"
@@ -73,4 +77,100 @@ void _start(void) { g = leaf(g); for (;;) ; }
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// FuzzLazyUnits feeds mutated .debug_aranges/.debug_info/.debug_abbrev/
+// .debug_line bytes (seeded from a one-unit program) through the lazy
+// path, in an ELF file made around them: the aranges index, unit headers,
+// the padded unit images and the lookups. Errors are fine; panics and
+// reads out of range are not.
+func FuzzLazyUnits(f *testing.F) {
+	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
+	bin := buildTiny(f)
+	ef, err := elf.Open(bin)
+	if err != nil {
+		f.Fatal(err)
+	}
+	data := func(name string) []byte {
+		s := ef.Section(name)
+		if s == nil {
+			return nil
+		}
+		b, _ := s.Data()
+		return b
+	}
+	aranges, info, abbrev, line, str := data(".debug_aranges"), data(".debug_info"), data(".debug_abbrev"), data(".debug_line"), data(".debug_str")
+	ef.Close()
+	f.Add(aranges, info, abbrev, line)
+	f.Fuzz(func(t *testing.T, aranges, info, abbrev, line []byte) {
+		img := elfWithSections(map[string][]byte{
+			".debug_aranges": aranges, ".debug_info": info, ".debug_abbrev": abbrev,
+			".debug_line": line, ".debug_str": str,
+		})
+		ef, err := elf.NewFile(bytes.NewReader(img))
+		if err != nil {
+			t.Fatalf("test ELF does not parse: %v", err)
+		}
+		l, err := NewLines(ef)
+		if err != nil || l == nil {
+			return
+		}
+		for _, u := range l.units {
+			l.Frames(u.lo, nil)
+			l.Frames(u.lo+(u.hi-u.lo)/2, nil)
+		}
+	})
+}
+
+// elfWithSections makes a little-endian ELF64 relocatable file that holds
+// the given sections (and a section name table), nothing else.
+func elfWithSections(secs map[string][]byte) []byte {
+	names := slices.Sorted(maps.Keys(secs))
+	shstr := []byte{0}
+	nameOff := map[string]uint32{}
+	for _, n := range append(names, ".shstrtab") {
+		nameOff[n] = uint32(len(shstr))
+		shstr = append(append(shstr, n...), 0)
+	}
+	le := binary.LittleEndian
+	body := []byte{}
+	offs := map[string]uint64{}
+	const ehsize = 64
+	for _, n := range names {
+		offs[n] = uint64(ehsize + len(body))
+		body = append(body, secs[n]...)
+	}
+	offs[".shstrtab"] = uint64(ehsize + len(body))
+	body = append(body, shstr...)
+	for len(body)%8 != 0 {
+		body = append(body, 0)
+	}
+	shoff := uint64(ehsize + len(body))
+	out := make([]byte, ehsize)
+	copy(out, "\x7fELF")
+	out[4], out[5], out[6] = 2, 1, 1 // ELFCLASS64, little-endian, EV_CURRENT
+	le.PutUint16(out[16:], uint16(elf.ET_REL))
+	le.PutUint16(out[18:], uint16(elf.EM_X86_64))
+	le.PutUint32(out[20:], 1)
+	le.PutUint64(out[40:], shoff)
+	le.PutUint16(out[52:], ehsize)
+	le.PutUint16(out[58:], 64)                   // shentsize
+	le.PutUint16(out[60:], uint16(len(names)+2)) // shnum: null, sections, shstrtab
+	le.PutUint16(out[62:], uint16(len(names)+1)) // shstrndx
+	out = append(out, body...)
+	sh := func(name string, typ elf.SectionType, off, size uint64) {
+		var b [64]byte
+		le.PutUint32(b[0:], nameOff[name])
+		le.PutUint32(b[4:], uint32(typ))
+		le.PutUint64(b[24:], off)
+		le.PutUint64(b[32:], size)
+		le.PutUint64(b[48:], 1)
+		out = append(out, b[:]...)
+	}
+	out = append(out, make([]byte, 64)...) // the null section
+	for _, n := range names {
+		sh(n, elf.SHT_PROGBITS, offs[n], uint64(len(secs[n])))
+	}
+	sh(".shstrtab", elf.SHT_STRTAB, offs[".shstrtab"], uint64(len(shstr)))
+	return out
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"stacktop/symbols"
 )
@@ -29,19 +30,31 @@ var ErrNoDWARF = errors.New("debuginfo: no DWARF debugging information")
 // Lines answers file:line and inline-chain queries for one object's DWARF.
 // It is safe for concurrent use.
 type Lines struct {
-	d *dwarf.Data
+	d       *dwarf.Data // the whole DWARF; nil when lazy
+	lazy    *lazyDWARF  // units read one by one; nil when d is set
+	aranges *lazySection
 	// units holds every compile unit PC range, sorted by start; maxEnd[i]
 	// is the largest end among units[:i+1], so a backward scan can stop
 	// as soon as no earlier range can reach the PC (ranges may overlap).
 	units  []unitRange
 	maxEnd []uint64
 
-	mu    sync.Mutex
-	cus   map[dwarf.Offset]*unitInfo
-	names map[dwarf.Offset]string
+	mu  sync.Mutex // guards cus
+	cus map[dwarf.Offset]*unitSlot
+	// decodeMu serialises decoding (debug/dwarf's Data is not documented
+	// as safe for concurrent use) and guards names.
+	decodeMu sync.Mutex
+	names    map[dwarf.Offset]string
+	decoded  atomic.Int64 // units decoded so far
 
 	unitOffsOnce sync.Once
 	unitOffs     []dwarf.Offset // sorted unit offsets, for qualify.go
+}
+
+// unitSlot is one unit's decoding: done is closed when cu is set.
+type unitSlot struct {
+	done chan struct{}
+	cu   *unitInfo
 }
 
 type unitRange struct {
@@ -68,8 +81,8 @@ type lineRow struct {
 // scope is a subprogram or inlined subroutine with code.
 type scope struct {
 	ranges   [][2]uint64
-	die      dwarf.Offset // named via this DIE (or its origin/specification)
-	callFile int32        // inlined: the call site, in the caller
+	name     string // from the DIE, its origin or its specification
+	callFile int32  // inlined: the call site, in the caller
 	callLine int32
 	inlined  bool
 	children []int32
@@ -85,11 +98,26 @@ func (s *scope) contains(pc uint64) bool {
 }
 
 // NewLines indexes the compile units of f's DWARF (f may be a separate
-// debug file). Only unit headers are read here; each unit is decoded on
-// its first lookup.
+// debug file). With .debug_aranges (GCC writes it) that table is the
+// index, and each unit's bytes are read, decompressed and decoded at its
+// first lookup, so a few lookups in libc cost a few of its 2,000 units.
+// Without it every unit's header and PC ranges are read here, which needs
+// all of .debug_info.
 func NewLines(f *elf.File) (l *Lines, err error) {
+	return NewLinesCached(f, nil)
+}
+
+// NewLinesCached is NewLines with the decompressed sections kept in c
+// (nil: no cache) from one run to the next; SaveCache writes what this
+// run added.
+func NewLinesCached(f *elf.File, c *Cache) (l *Lines, err error) {
 	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
 		return nil, ErrNoDWARF
+	}
+	if f.Section(".zdebug_info") == nil {
+		if l, err := newLazyLines(f, c); l != nil || err != nil {
+			return l, err
+		}
 	}
 	var d *dwarf.Data
 	func() {
@@ -156,9 +184,35 @@ func loadDWARF(f *elf.File) (*dwarf.Data, error) {
 	return d, nil
 }
 
+// newLazyLines indexes f's units from .debug_aranges. It returns nil, nil
+// when f has no usable .debug_aranges, for NewLines to read every unit.
+func newLazyLines(f *elf.File, c *Cache) (*Lines, error) {
+	s := newLazySection(f, ".debug_aranges")
+	if !s.present() {
+		return nil, nil
+	}
+	buildID := ""
+	if c != nil {
+		buildID = objectBuildID(f)
+		s.useCache(c, buildID)
+	}
+	b, err := s.all()
+	if err != nil {
+		return nil, err
+	}
+	units, err := parseAranges(b, f.ByteOrder)
+	if err != nil || len(units) == 0 {
+		// A table we cannot read is no index; the units still are.
+		return nil, nil
+	}
+	l := &Lines{lazy: newLazyDWARF(f, c, buildID), aranges: s, units: units, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
+	l.sortUnits()
+	return l, nil
+}
+
 // NewLinesFromDWARF indexes d's compile units by PC range.
 func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
-	l = &Lines{d: d, cus: map[dwarf.Offset]*unitInfo{}, names: map[dwarf.Offset]string{}}
+	l = &Lines{d: d, cus: map[dwarf.Offset]*unitSlot{}, names: map[dwarf.Offset]string{}}
 	defer func() {
 		if p := recover(); p != nil {
 			l, err = nil, &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
@@ -188,6 +242,11 @@ func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
 		}
 		r.SkipChildren()
 	}
+	l.sortUnits()
+	return l, nil
+}
+
+func (l *Lines) sortUnits() {
 	slices.SortFunc(l.units, func(a, b unitRange) int { return cmp.Compare(a.lo, b.lo) })
 	l.maxEnd = make([]uint64, len(l.units))
 	var m uint64
@@ -195,8 +254,25 @@ func NewLinesFromDWARF(d *dwarf.Data) (l *Lines, err error) {
 		m = max(m, u.hi)
 		l.maxEnd[i] = m
 	}
-	return l, nil
 }
+
+// SaveCache writes to the cache given to NewLinesCached the section bytes
+// this run decompressed beyond what the cache held. Errors cost the next
+// run time, not answers: callers may ignore them.
+func (l *Lines) SaveCache() error {
+	if l.lazy == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range append(l.lazy.sections(), l.aranges) {
+		errs = append(errs, s.saveCache())
+	}
+	return errors.Join(errs...)
+}
+
+// Decoded counts the units decoded so far: a caller that saw FramesNoWait
+// say "not ready" need not ask again before it changes.
+func (l *Lines) Decoded() int64 { return l.decoded.Load() }
 
 // Units is the number of compile unit ranges indexed.
 func (l *Lines) Units() int { return len(l.units) }
@@ -205,23 +281,39 @@ func (l *Lines) Units() int { return len(l.units) }
 // the object), innermost first: each inlined call (Inlined true) then the
 // containing function. It returns dst unchanged if no unit covers pc.
 func (l *Lines) Frames(pc uint64, dst []Frame) ([]Frame, error) {
+	dst, _, err := l.frames(pc, dst, true)
+	return dst, err
+}
+
+// FramesNoWait is Frames for callers that must not wait for a unit to be
+// read: if pc's unit is not decoded yet, it starts decoding it on a
+// goroutine of its own and returns dst and ready false; a later call
+// gives the frames. The frames are the same as Frames', whenever asked.
+func (l *Lines) FramesNoWait(pc uint64, dst []Frame) (frames []Frame, ready bool, err error) {
+	return l.frames(pc, dst, false)
+}
+
+func (l *Lines) frames(pc uint64, dst []Frame, wait bool) ([]Frame, bool, error) {
 	i := sort.Search(len(l.units), func(i int) bool { return l.units[i].lo > pc }) - 1
 	for ; i >= 0 && l.maxEnd[i] > pc; i-- {
 		u := l.units[i]
 		if pc < u.lo || pc >= u.hi {
 			continue
 		}
-		cu, err := l.unit(u.cu)
-		if err != nil {
-			return dst, err
+		cu, ok := l.unit(u.cu, wait)
+		if !ok {
+			return dst, false, nil
+		}
+		if cu.err != nil {
+			return dst, true, cu.err
 		}
 		n := len(dst)
 		dst = l.framesIn(cu, pc, dst)
 		if len(dst) > n {
-			return dst, nil
+			return dst, true, nil
 		}
 	}
-	return dst, nil
+	return dst, true, nil
 }
 
 // framesIn builds the chain of pc inside one unit.
@@ -256,7 +348,7 @@ func (l *Lines) framesIn(cu *unitInfo, pc uint64, dst []Frame) []Frame {
 	// caller runs at that scope's call site.
 	for k := chainLen - 1; k >= 0; k-- {
 		s := &cu.scopes[chain[k]]
-		f := Frame{Function: l.name(s.die), Inlined: s.inlined}
+		f := Frame{Function: s.name, Inlined: s.inlined}
 		if haveLine {
 			f.File, f.Line = file, line
 		}
@@ -285,15 +377,96 @@ func (cu *unitInfo) lineAt(pc uint64) (string, int, bool) {
 }
 
 // unit returns the decoded unit at off, decoding it once.
-func (l *Lines) unit(off dwarf.Offset) (*unitInfo, error) {
+// With wait false it never blocks: a unit not decoded yet is started on a
+// goroutine and ok is false.
+func (l *Lines) unit(off dwarf.Offset, wait bool) (cu *unitInfo, ok bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	cu, ok := l.cus[off]
-	if !ok {
-		cu = l.decodeUnit(off)
-		l.cus[off] = cu
+	s := l.cus[off]
+	first := s == nil
+	if first {
+		s = &unitSlot{done: make(chan struct{})}
+		l.cus[off] = s
 	}
-	return cu, cu.err
+	l.mu.Unlock()
+	if first {
+		if !wait {
+			go l.decode(off, s)
+			return nil, false
+		}
+		l.decode(off, s)
+	}
+	if wait {
+		<-s.done
+		return s.cu, true
+	}
+	select {
+	case <-s.done:
+		return s.cu, true
+	default:
+		return nil, false
+	}
+}
+
+func (l *Lines) decode(off dwarf.Offset, s *unitSlot) {
+	l.decodeMu.Lock()
+	defer l.decodeMu.Unlock()
+	defer l.decoded.Add(1)
+	defer close(s.done)
+	defer func() {
+		if p := recover(); p != nil {
+			s.cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
+		}
+	}()
+	if l.lazy != nil {
+		s.cu = l.decodeLazy(off)
+	} else {
+		s.cu = decodeUnit(l.d, off, func(die dwarf.Offset) string { return l.name(die, l.wholeData) })
+	}
+}
+
+// decodeLazy decodes the unit at off from its own image. Names are
+// resolved while the image exists; a reference into another unit opens
+// that one's image for the time of the lookup.
+func (l *Lines) decodeLazy(off dwarf.Offset) *unitInfo {
+	u, err := l.lazy.open(uint64(off))
+	if err != nil {
+		return &unitInfo{err: err}
+	}
+	defer u.free()
+	var others []*openedUnit
+	defer func() {
+		for _, o := range others {
+			o.free()
+		}
+	}()
+	dataAt := func(die dwarf.Offset) (*dwarf.Data, dwarf.Offset) {
+		if uint64(die) >= u.h.start && uint64(die) < u.h.end {
+			return u.d, dwarf.Offset(u.h.dieOff)
+		}
+		for _, o := range others {
+			if uint64(die) >= o.h.start && uint64(die) < o.h.end {
+				return o.d, dwarf.Offset(o.h.dieOff)
+			}
+		}
+		start, err := l.lazy.unitAt(uint64(die))
+		if err != nil {
+			return nil, 0
+		}
+		o, err := l.lazy.open(start)
+		if err != nil {
+			return nil, 0
+		}
+		others = append(others, o)
+		return o.d, dwarf.Offset(o.h.dieOff)
+	}
+	return decodeUnit(u.d, dwarf.Offset(u.h.dieOff), func(die dwarf.Offset) string { return l.name(die, dataAt) })
+}
+
+// wholeData is dataAt for the whole-file index: every DIE is in l.d, in
+// the indexed unit that starts last before it.
+func (l *Lines) wholeData(die dwarf.Offset) (*dwarf.Data, dwarf.Offset) {
+	cu, _ := l.unitOf(die)
+	return l.d, cu
 }
 
 // codeFreeTags are DIEs whose children never hold code: skipping them
@@ -305,21 +478,23 @@ var codeFreeTags = map[dwarf.Tag]bool{
 	dwarf.TagTemplateTypeParameter: true, dwarf.TagCallSite: true, dwarf.Tag(0x4109): true, // DW_TAG_GNU_call_site,
 }
 
-func (l *Lines) decodeUnit(off dwarf.Offset) (cu *unitInfo) {
+// decodeUnit decodes the unit at off of d: its line table and its tree of
+// functions and inlined calls, each named by name.
+func decodeUnit(d *dwarf.Data, off dwarf.Offset, name func(dwarf.Offset) string) (cu *unitInfo) {
 	cu = &unitInfo{}
 	defer func() {
 		if p := recover(); p != nil {
 			cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
 		}
 	}()
-	r := l.d.Reader()
+	r := d.Reader()
 	r.Seek(off)
 	top, err := r.Next()
 	if err != nil || top == nil {
 		cu.err = &FormatError{".debug_info", int64(off), fmt.Errorf("reading compile unit: %v", err)}
 		return cu
 	}
-	if err := cu.readLines(l.d, top); err != nil {
+	if err := cu.readLines(d, top); err != nil {
 		cu.err = &FormatError{".debug_line", -1, fmt.Errorf("unit at %#x: %w", off, err)}
 		return cu
 	}
@@ -349,9 +524,9 @@ func (l *Lines) decodeUnit(off dwarf.Offset) (cu *unitInfo) {
 		enclosing := parent
 		if e.Tag == dwarf.TagSubprogram || e.Tag == dwarf.TagInlinedSubroutine {
 			inlined := e.Tag == dwarf.TagInlinedSubroutine
-			ranges, _ := l.d.Ranges(e)
+			ranges, _ := d.Ranges(e)
 			if len(ranges) > 0 && (!inlined || parent >= 0) {
-				s := scope{ranges: ranges, die: e.Offset, inlined: inlined, callFile: -1}
+				s := scope{ranges: ranges, name: name(e.Offset), inlined: inlined, callFile: -1}
 				if inlined {
 					if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok {
 						s.callFile = int32(v)
@@ -449,29 +624,35 @@ func b2i(b bool) int {
 // name returns the display name of the function a scope DIE stands for:
 // the demangled linkage name if it or its abstract origin or
 // specification has one, else the first DW_AT_name found, as addr2line -C
-// prints it. Called with l.mu not held.
-func (l *Lines) name(off dwarf.Offset) string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// prints it. dataAt gives the dwarf.Data that holds a DIE and the offset
+// of its unit's entry (for qualify.go). Called with
+// l.decodeMu held, while a unit is decoded.
+func (l *Lines) name(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, dwarf.Offset)) string {
 	if n, ok := l.names[off]; ok {
 		return n
 	}
-	n := l.resolveName(off)
+	n := resolveName(off, dataAt)
 	l.names[off] = n
 	return n
 }
 
-func (l *Lines) resolveName(off dwarf.Offset) (name string) {
+func resolveName(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, dwarf.Offset)) (name string) {
 	defer func() {
 		if recover() != nil {
 			name = ""
 		}
 	}()
-	r := l.d.Reader()
 	plain, plainOff := "", dwarf.Offset(0)
+	var plainData *dwarf.Data
+	var plainCU dwarf.Offset
 	// Origins and specifications chain at most a few deep; the bound
 	// stops a reference cycle in corrupt input.
 	for hop := 0; hop < 8; hop++ {
+		d, cu := dataAt(off)
+		if d == nil {
+			break
+		}
+		r := d.Reader()
 		r.Seek(off)
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -483,7 +664,7 @@ func (l *Lines) resolveName(off dwarf.Offset) (name string) {
 			}
 		}
 		if s, ok := e.Val(dwarf.AttrName).(string); ok && plain == "" {
-			plain, plainOff = s, e.Offset
+			plain, plainOff, plainData, plainCU = s, e.Offset, d, cu
 		}
 		next, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
 		if !ok {
@@ -494,7 +675,7 @@ func (l *Lines) resolveName(off dwarf.Offset) (name string) {
 		}
 		off = next
 	}
-	return l.qualify(plainOff, plain) // qualify.go: C++ namespaces and classes
+	return qualify(plainData, plainCU, plainOff, plain) // qualify.go: C++ namespaces and classes
 }
 
 // mipsLinkageName is DW_AT_MIPS_linkage_name, which older GCCs and some

@@ -19,19 +19,16 @@ import (
 const maxQualifyDepth = 64
 
 // qualify returns name, the DW_AT_name of the DIE at off, prefixed with
-// the names of the namespaces, classes, structures and unions around it.
-// A DIE inside a function (a local class, a lambda's members: gdb's
-// "{lambda()#1}" has no DWARF name) or an unnamed class keeps its plain
-// name, as does one in a unit Lines does not index.
-func (l *Lines) qualify(off dwarf.Offset, name string) string {
-	if name == "" || qualified(name) {
+// the names of the namespaces, classes, structures and unions around it;
+// d holds the DIE and cu is the offset of its unit's entry. A DIE inside a
+// function (a local class, a lambda's members: gdb's "{lambda()#1}" has
+// no DWARF name) or an unnamed class keeps its plain name, as does one in
+// a unit Lines does not index (d nil).
+func qualify(d *dwarf.Data, cu, off dwarf.Offset, name string) string {
+	if name == "" || d == nil || qualified(name) {
 		return name
 	}
-	cu, ok := l.unitOf(off)
-	if !ok {
-		return name
-	}
-	return qualifiedName(l.d, cu, off, name)
+	return qualifiedName(d, cu, off, name)
 }
 
 // unitOf is the offset of the indexed unit that holds the DIE at off: the

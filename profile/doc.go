@@ -12,7 +12,8 @@
 // length; totals stay exact, and Aggregate.Minus gives "since an earlier
 // snapshot" exactly.
 //
-// Lifecycle: New, then Add from one goroutine (the sampler). Readers on other
+// Lifecycle: New, then Add (and SetFrames, which completes a stack added
+// before its line tables were ready) from one goroutine (the sampler). Readers on other
 // goroutines never touch a live Profile: they take a Snapshot, an immutable
 // copy, and aggregate it (Aggregate, Functions, Tree, Threads). This is what
 // lets the terminal UI render without locks and without ever blocking the

@@ -115,6 +115,9 @@ type Profile struct {
 
 	index  map[string]int32
 	keyBuf []byte
+	// shared tells that Stacks' and methods' arrays are shared with a
+	// snapshot: SetFrames copies them before it replaces an element.
+	shared bool
 	// sealed is len(Events) at the last Snapshot: events before it are
 	// shared with readers and never extended.
 	sealed int
@@ -166,6 +169,30 @@ func (p *Profile) intern(frames []Frame) int32 {
 	i := int32(len(p.Stacks))
 	p.Stacks = append(p.Stacks, append([]Frame(nil), frames...))
 	p.index[string(p.keyBuf)] = i
+	p.methods = append(p.methods, methodTally(frames))
+	p.uses = append(p.uses, 0)
+	return i
+}
+
+// SetFrames replaces the frames of stack id (as Thread.LastStack gives it)
+// with frames of the same sampled addresses that say more: the stack was
+// added before its objects' line tables were ready, and now they are. The
+// old frames are not modified: snapshots taken before keep them.
+func (p *Profile) SetFrames(id int32, frames []Frame) {
+	if id < 0 || int(id) >= len(p.Stacks) {
+		return
+	}
+	if p.shared {
+		p.Stacks = slices.Clone(p.Stacks)
+		p.methods = slices.Clone(p.methods)
+		p.shared = false
+	}
+	p.Stacks[id] = append([]Frame(nil), frames...)
+	p.methods[id] = methodTally(frames)
+}
+
+// methodTally counts frames by unwind method.
+func methodTally(frames []Frame) []methodCount {
 	var tally []methodCount
 	for _, f := range frames {
 		if f.Method == "" {
@@ -177,9 +204,7 @@ func (p *Profile) intern(frames []Frame) int32 {
 			tally = append(tally, methodCount{f.Method, 1})
 		}
 	}
-	p.methods = append(p.methods, tally)
-	p.uses = append(p.uses, 0)
-	return i
+	return tally
 }
 
 // Add records one sample and returns its thread's record, which Repeat
@@ -236,7 +261,8 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 
 // Snapshot returns an immutable copy that readers on other goroutines may
 // use while the sampler keeps adding. Interned stacks are never modified
-// after they are stored, so they are shared, not copied.
+// after they are stored (SetFrames replaces one in a copy of the list), so
+// they are shared, not copied.
 func (p *Profile) Snapshot() *Profile {
 	c := *p
 	c.Stacks = p.Stacks[:len(p.Stacks):len(p.Stacks)]
@@ -250,6 +276,7 @@ func (p *Profile) Snapshot() *Profile {
 	c.uses = slices.Clone(p.uses)
 	c.index, c.keyBuf = nil, nil // a snapshot is read-only
 	p.sealed = len(p.Events)
+	p.shared = true
 	return &c
 }
 

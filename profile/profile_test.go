@@ -180,3 +180,33 @@ func TestRunsEnd(t *testing.T) {
 			w, s.Events[n-1].Weight, len(p.Events), n)
 	}
 }
+
+// TestSetFramesAfterSnapshot: a stack completed later (its lines loaded)
+// is what the profile and later snapshots show; an earlier snapshot keeps
+// what it saw.
+func TestSetFramesAfterSnapshot(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := New(42, "t", start, 10*time.Millisecond)
+	th := p.Add(Sample{TID: 1, Time: start, Frames: stack("leaf", "main")})
+	before := p.Snapshot()
+	full := stack("leaf", "main")
+	full[0].File, full[0].Line = "leaf.c", 7
+	inl := Frame{PC: full[0].PC, Function: "inlined", Inlined: true, Method: "sframe"}
+	full = append([]Frame{inl}, full...)
+	p.SetFrames(th.LastStack, full)
+	if got := before.Stacks[0]; len(got) != 2 || got[0].Line != 0 {
+		t.Fatalf("earlier snapshot changed: %+v", got)
+	}
+	after := p.Snapshot()
+	if got := after.Stacks[0]; len(got) != 3 || got[1].Line != 7 {
+		t.Fatalf("stack not replaced: %+v", got)
+	}
+	if m := after.MethodFrames(); m["sframe"] != 3 {
+		t.Fatalf("method frames %v, want 3 sframe", m)
+	}
+	// The same sampled stack, added again without lines, is the same stack.
+	p.Add(Sample{TID: 1, Time: start.Add(time.Millisecond), Frames: stack("leaf", "main")})
+	if len(p.Stacks) != 1 {
+		t.Fatalf("%d stacks, want 1", len(p.Stacks))
+	}
+}

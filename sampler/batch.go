@@ -50,7 +50,7 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 			continue // the batch ended early (the process exited)
 		}
 		if w.err == nil {
-			w.ts.Frames = t.symbolizeFrames(w.frames, t.opts.Symbols)
+			w.ts.Frames, _ = t.symbolizeFrames(w.frames, t.opts.Symbols)
 			finishStack(&w.ts)
 		}
 		fn(w.ts, w.err)

@@ -25,6 +25,13 @@
 // (tailcall.go, method "tailcall"), as gdb does; SymbolOptions.NoLines
 // turns that off with the rest of DWARF.
 //
+// Lines: dump waits for the DWARF a stack needs. An Engine never does
+// (SymbolOptions.AsyncLines): a stack whose lines are not read yet is added
+// with what the symbol tables say, its walk kept, and its frames replaced
+// (profile.SetFrames) once the lines are ready, at a later tick or, at the
+// latest, before Run returns; so file:line and inlined frames do not
+// depend on when a stack was sampled.
+//
 // Cost: an Engine's tick grows with the threads that run, not with the
 // threads that exist. check.go explains the schedule of schedstat
 // readings, ledger.go how the process's CPU clock proves idle threads idle

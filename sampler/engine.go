@@ -15,6 +15,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
+	"stacktop/unwind"
 )
 
 // DefaultRate is the default sampling rate in Hz: 99, not 100, so ticks do
@@ -71,6 +72,13 @@ type Engine struct {
 	results []stackResult
 	// Scratch lists of checkThreads and reconcile, kept between ticks.
 	due, window, idle, ran, fresh []*threadState
+	// late holds the stacks added before their lines were ready (line
+	// tables load in the background): the walk's frames by stack id, to
+	// name again once they are, so a stack is the same whenever it was
+	// taken. Owned by Run's goroutine.
+	late map[int32][]unwind.Frame
+	// lateTried is the symboliser's readiness when late was last tried.
+	lateTried int64
 
 	// done is Run's context's: a batch under way gives up its remaining
 	// threads when it closes, so Ctrl-C is not held up by a slow tick.
@@ -195,6 +203,9 @@ func (e *Engine) Target() *Target { return e.t }
 // Run must be called once.
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.closeThreads()
+	// What the profile says must not depend on when it stopped: wait
+	// for the lines still loading.
+	defer e.resolveLate(true)
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -295,6 +306,8 @@ type sampled struct {
 	stopped  bool
 	pause    time.Duration
 	total    time.Duration
+	// linesPending: frames lack lines not ready yet (ThreadStack's).
+	linesPending []unwind.Frame
 }
 
 // scan runs one tick: list the threads, decide which to sample, sample
@@ -304,6 +317,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	proc := e.t.proc
 	if n := proc.Execs(); n != e.execs {
 		e.execs = n
+		e.resolveLate(true) // while the old image's symbols are there
 		e.t.reload()
 		cmd := procmaps.Cmdline(e.t.PID)
 		e.mu.Lock()
@@ -397,12 +411,13 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 				weight = e.takeCredit(th)
 			}
 			batch = append(batch, sampled{th: th, frames: ts.Frames, complete: ts.Complete,
-				stopped: true, pause: ts.Stopped, total: ts.Total, weight: weight})
+				stopped: true, pause: ts.Stopped, total: ts.Total, weight: weight, linesPending: ts.linesPending})
 		}
 		clear(results) // drop the frames: th.stack keeps what is needed
 	}
 	if tick > 0 {
 		e.commit(batch, now, failed, gone, notTaken, lastErr)
+		e.resolveLate(false)
 	}
 	return false
 }
@@ -419,6 +434,7 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone, notTaken i
 		} else {
 			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: now,
 				Frames: b.frames, Truncated: !b.complete, Weight: b.weight})
+			e.noteLines(b.th.profiled.LastStack, b)
 		}
 		e.st.samples++
 		if b.stopped {
@@ -446,6 +462,72 @@ func (e *Engine) commit(batch []sampled, now time.Time, failed, gone, notTaken i
 	e.st.tickWorkMax = max(e.st.tickWorkMax, work)
 	e.st.elapsed = time.Since(e.start)
 	e.syncCounters()
+}
+
+// noteLines keeps the walk of a stack added without all its lines, or
+// completes a stack added so before with b's frames, which have them.
+// Called with mu held.
+func (e *Engine) noteLines(id int32, b *sampled) {
+	if b.linesPending != nil {
+		if e.late == nil {
+			e.late = map[int32][]unwind.Frame{}
+		}
+		if _, ok := e.late[id]; !ok {
+			e.late[id] = b.linesPending
+		}
+		return
+	}
+	if _, ok := e.late[id]; ok && b.stopped {
+		e.prof.SetFrames(id, b.frames)
+		delete(e.late, id)
+	}
+}
+
+// resolveLate names again the stacks added before their lines were ready,
+// and replaces the frames of those whose lines are ready now. With wait it
+// waits for the lines, without holding mu (Stats and Snapshot go on).
+// Called on Run's goroutine.
+func (e *Engine) resolveLate(wait bool) {
+	if len(e.late) == 0 {
+		return
+	}
+	if !wait {
+		// Naming every pending stack again at every tick would cost
+		// ticks while a large unit loads; only a change can help.
+		r := e.t.syms.readiness() + e.t.tails.readiness()
+		if r == e.lateTried {
+			return
+		}
+		e.lateTried = r
+	}
+	opts := e.t.opts.Symbols
+	opts.AsyncLines = !wait
+	type named struct {
+		id     int32
+		frames []profile.Frame
+	}
+	var done []named
+	for id, walk := range e.late {
+		frames, pending := e.t.symbolizeFrames(walk, opts)
+		if pending {
+			continue
+		}
+		// As at the sample (sampler.go): signal trampolines named, a Go
+		// stack cut at its root. Completeness was decided then, by the
+		// same symbol names.
+		ts := ThreadStack{Frames: frames}
+		finishStack(&ts)
+		done = append(done, named{id, ts.Frames})
+		delete(e.late, id)
+	}
+	if len(done) == 0 {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range done {
+		e.prof.SetFrames(n.id, n.frames)
+	}
 }
 
 // syncCounters copies the engine's counters into the profile's, which the

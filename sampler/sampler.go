@@ -2,6 +2,7 @@ package sampler
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"stacktop/backchain"
@@ -39,6 +40,10 @@ type ThreadStack struct {
 	Err      error // why the walk stopped early (Complete false), or the sample failed
 	Stopped  time.Duration
 	Total    time.Duration
+	// linesPending holds the walk's frames when some frame's lines were
+	// not ready (SymbolOptions.AsyncLines): Frames then say less than
+	// they will, and the engine names the stack again once they are.
+	linesPending []unwind.Frame
 }
 
 // Target is an attached process.
@@ -175,7 +180,11 @@ func (t *Target) reload() error {
 func (t *Target) unwind(ts *ThreadStack) {
 	st := t.walk()
 	ts.Complete, ts.Err = st.Complete, st.Err
-	ts.Frames = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+	var pending bool
+	ts.Frames, pending = t.symbolizeFrames(st.Frames, t.opts.Symbols)
+	if pending {
+		ts.linesPending = slices.Clone(st.Frames)
+	}
 	finishStack(ts)
 }
 

@@ -16,10 +16,15 @@ import (
 type SymbolOptions struct {
 	NoInline bool // one frame per PC: inlined calls are not expanded
 	NoLines  bool // no file:line, no inline frames: DWARF is not read
-	// AsyncLines never waits for a module's line tables: they load in the
-	// background and frames go without lines until then (the periodic
-	// engine, whose ticks must not stall; dump waits).
+	// AsyncLines never waits for a module's line tables or for the unit
+	// of DWARF a PC falls in: they load in the background, and
+	// symbolizeFrames says the stack's lines are pending until then (the
+	// periodic engine, whose ticks must not stall, names such stacks
+	// again later; dump waits).
 	AsyncLines bool
+	// CacheDir keeps the decompressed DWARF that lookups needed from one
+	// run to the next (see debuginfo.Cache); "" for none.
+	CacheDir string
 }
 
 // symbolizeFrames names the frames of one stack, leaf first. With DWARF a
@@ -30,16 +35,20 @@ type SymbolOptions struct {
 // its function (a call to a noreturn function at the end): names and
 // lines are looked up at PC-1, as gdb does, while the printed offset stays
 // relative to PC.
-func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) []profile.Frame {
+//
+// With opt.AsyncLines, pending reports that some frame's lines were not
+// ready: the frames then lack file:line and inlined calls that a later
+// call on the same frames will give.
+func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, pending bool) {
 	s := t.syms
-	out := make([]profile.Frame, 0, len(frames))
+	out = make([]profile.Frame, 0, len(frames))
 	for i, f := range frames {
 		if i > 0 {
-			out = s.appendTailCalls(out, t, frames[i-1], f, opt) // tailcall.go
+			out = s.appendTailCalls(out, t, frames[i-1], f, opt, &pending) // tailcall.go
 		}
-		out = s.appendFrames(out, t, f, opt)
+		out = s.appendFrames(out, t, f, opt, &pending)
 	}
-	return out
+	return out, pending
 }
 
 func newSymbolizer() *symbolizer {
@@ -57,6 +66,7 @@ func (s *symbolizer) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, ms := range s.mods {
+		ms.saveCache()
 		if ms.debug != nil {
 			ms.debug.Close()
 		}
@@ -83,6 +93,44 @@ type moduleSymbols struct {
 
 // maxCachedPCs bounds each module's PC cache; past it the cache restarts.
 const maxCachedPCs = 1 << 16
+
+// readiness grows whenever line tables or a unit of DWARF became ready
+// in any module: stacks whose lines were pending need not be named again
+// while it stays the same.
+func (s *symbolizer) readiness() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var n int64
+	for _, ms := range s.mods {
+		if ms.linesDone == nil {
+			continue
+		}
+		select {
+		case <-ms.linesDone:
+			n++
+			if ms.lines != nil {
+				n += ms.lines.Decoded()
+			}
+		default:
+		}
+	}
+	return n
+}
+
+// saveCache writes what this run added to the DWARF cache, if the lines
+// are loaded (a load still running is not waited for).
+func (ms *moduleSymbols) saveCache() {
+	if ms.linesDone == nil {
+		return
+	}
+	select {
+	case <-ms.linesDone:
+		if ms.lines != nil {
+			ms.lines.SaveCache() // a failed write costs the next run time only
+		}
+	default:
+	}
+}
 
 func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
 	s.mu.Lock()
@@ -126,36 +174,45 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 // sourceFrames returns the cached source frames of vaddr, reading the
 // module's DWARF (or pclntab) on first use.
 //
-// Indexing a large object's DWARF takes a while (libc's debug file: about
-// 0.4 s, mostly decompression). With async, as the sampling engine asks,
-// the index is built in the background and frames get no lines until it is
-// ready, so a tick never waits for it; dump waits.
-func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool) []debuginfo.Frame {
-	ms.startLines(m)
+// Reading the unit of DWARF that holds a PC takes milliseconds (most of it
+// decompressing; see debuginfo.NewLines). With async, as the sampling
+// engine asks, the index and the unit are read in the background and
+// ready is false until they are, so a tick never waits for them; dump
+// waits.
+func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
+	ms.startLines(m, cacheDir)
 	if async {
 		select {
 		case <-ms.linesDone:
 		default:
-			return nil
+			return nil, false
 		}
 	} else {
 		<-ms.linesDone
 	}
-	return ms.framesAt(vaddr)
+	return ms.framesAt(vaddr, async)
 }
 
 // startLines starts loading m's line tables once; linesDone is closed when
 // they are ready (or known to be absent).
-func (ms *moduleSymbols) startLines(m *procmaps.Module) {
+func (ms *moduleSymbols) startLines(m *procmaps.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
+		gate := linesGate
 		go func() {
 			defer close(ms.linesDone)
+			if gate != nil {
+				<-gate
+			}
 			dwarfFile := m.File
 			if ms.debug != nil && ms.debug.File.Section(".debug_info") != nil {
 				dwarfFile = ms.debug.File
 			}
-			ms.lines, ms.linesErr = debuginfo.NewLines(dwarfFile)
+			var cache *debuginfo.Cache
+			if cacheDir != "" {
+				cache = &debuginfo.Cache{Dir: cacheDir}
+			}
+			ms.lines, ms.linesErr = debuginfo.NewLinesCached(dwarfFile, cache)
 			if ms.lines == nil {
 				ms.gotab, _ = debuginfo.NewGoTable(m.File)
 			}
@@ -163,16 +220,25 @@ func (ms *moduleSymbols) startLines(m *procmaps.Module) {
 	})
 }
 
+// linesGate, when a test sets it, holds every module's line tables back
+// until it is closed: lines that become ready late, on purpose.
+var linesGate chan struct{}
+
 // framesAt returns the cached source frames of vaddr, decoding its unit on
-// first use. The line tables must be ready.
-func (ms *moduleSymbols) framesAt(vaddr uint64) []debuginfo.Frame {
+// first use (in the background with async: ready is then false until it
+// is decoded). The line tables must be ready.
+func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Frame, ready bool) {
 	ms.mu.Lock()
 	fr, ok := ms.pcs[vaddr]
 	ms.mu.Unlock()
 	if ok {
-		return fr
+		return fr, true
 	}
 	switch {
+	case ms.lines != nil && async:
+		if fr, ready, _ = ms.lines.FramesNoWait(vaddr, nil); !ready {
+			return nil, false
+		}
 	case ms.lines != nil:
 		fr, _ = ms.lines.Frames(vaddr, nil)
 	case ms.gotab != nil:
@@ -186,11 +252,12 @@ func (ms *moduleSymbols) framesAt(vaddr uint64) []debuginfo.Frame {
 	}
 	ms.pcs[vaddr] = fr
 	ms.mu.Unlock()
-	return fr
+	return fr, true
 }
 
-// appendFrames appends the frames of one unwound PC.
-func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame, opt SymbolOptions) []profile.Frame {
+// appendFrames appends the frames of one unwound PC. It sets *pending if
+// the PC's lines were not ready (opt.AsyncLines).
+func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
 	base := profile.Frame{PC: f.PC, Method: f.Method.String()}
 	em, ok := t.space.Find(f.PC)
 	if !ok {
@@ -231,7 +298,10 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if opt.NoLines {
 		return append(out, base)
 	}
-	src := ms.sourceFrames(em.Module, lookup, opt.AsyncLines)
+	src, ready := ms.sourceFrames(em.Module, lookup, opt.AsyncLines, opt.CacheDir)
+	if !ready {
+		*pending = true
+	}
 	if len(src) == 0 {
 		return append(out, base)
 	}

@@ -124,7 +124,7 @@ func TestVDSOSymbols(t *testing.T) {
 	if pc == 0 {
 		t.Skip("vDSO exports no clock_gettime")
 	}
-	fr := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{})
+	fr, _ := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{})
 	if len(fr) != 1 || !strings.HasSuffix(fr[0].Function, "clock_gettime") || fr[0].Module != "[vdso]" {
 		t.Fatalf("%#x: %+v, want %s in [vdso]", pc, fr, want)
 	}
@@ -154,12 +154,12 @@ func TestSymbolizeLibcDebug(t *testing.T) {
 				continue
 			}
 			pc := s.Value + em.Bias + 0x40
-			fr := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{})
+			fr, _ := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{})
 			last := fr[len(fr)-1]
 			if last.Function != "start_thread" || last.Line == 0 || !strings.HasSuffix(last.File, "pthread_create.c") {
 				t.Fatalf("%#x: %+v", pc, fr)
 			}
-			noLines := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{NoLines: true})
+			noLines, _ := tg.symbolizeFrames([]unwind.Frame{{PC: pc, Exact: true}}, SymbolOptions{NoLines: true})
 			if len(noLines) != 1 || noLines[0].Line != 0 || noLines[0].Function != "start_thread" {
 				t.Fatalf("NoLines: %+v", noLines)
 			}

@@ -23,8 +23,9 @@ import (
 //
 // It needs DWARF (the module's or its separate debug file's), so
 // SymbolOptions.NoLines turns it off. The call sites of a module are read
-// once, in the background under AsyncLines (frames get no tail calls until
-// then) and synchronously for dump.
+// once, in the background under AsyncLines (until then the stack is
+// pending, like one whose lines are not ready: see symbolizeFrames) and
+// synchronously for dump.
 
 // tailCalls caches each module's call sites and, for callees in other
 // modules, its symbol names.
@@ -67,11 +68,11 @@ func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
 
 // callSites returns m's call sites, loading them on first use (in the
 // background when async: nil until ready).
-func (s *symbolizer) callSites(t *Target, m *procmaps.Module, async bool) *debuginfo.CallSites {
+func (s *symbolizer) callSites(t *Target, m *procmaps.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
 	mc := t.tails.module(m)
 	mc.once.Do(func() {
 		ms := s.module(t, m)
-		ms.startLines(m)
+		ms.startLines(m, opt.CacheDir)
 		go func() {
 			defer close(mc.done)
 			// The line tables' DWARF, decompressed once for both.
@@ -84,16 +85,16 @@ func (s *symbolizer) callSites(t *Target, m *procmaps.Module, async bool) *debug
 			}
 		}()
 	})
-	if async {
+	if opt.AsyncLines {
 		select {
 		case <-mc.done:
 		default:
-			return nil
+			return nil, false
 		}
 	} else {
 		<-mc.done
 	}
-	return mc.sites
+	return mc.sites, true
 }
 
 // symbolValue is the ELF value of the function named name in m (its
@@ -142,7 +143,9 @@ func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string, asy
 
 // appendTailCalls appends the frames that tail calls removed between
 // callee and its caller (innermost first), named like any other frame.
-func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, caller unwind.Frame, opt SymbolOptions) []profile.Frame {
+// appendTailCalls sets *pending if the call sites or the symbol names it
+// needs are still loading (AsyncLines): the answer may change once they are.
+func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, caller unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
 	if opt.NoLines || caller.Exact || t.tails == nil {
 		return out
 	}
@@ -150,7 +153,11 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	if !ok || em.Module == nil || caller.PC < em.Bias {
 		return out
 	}
-	cs := s.callSites(t, em.Module, opt.AsyncLines)
+	cs, ready := s.callSites(t, em.Module, opt)
+	if !ready {
+		*pending = true
+		return out
+	}
 	if cs == nil {
 		return out
 	}
@@ -202,6 +209,9 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 			return v
 		}
 		chain = cs.TailChain(site, resolve, isCallee)
+		if !ready && len(chain) == 0 {
+			*pending = true
+		}
 		if ready || len(chain) > 0 {
 			// An answer given before the names were read is not kept.
 			mc.mu.Lock()
@@ -214,7 +224,26 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	}
 	for _, tf := range chain {
 		f := unwind.Frame{PC: tf.ReturnPC + em.Bias, SP: caller.SP, Method: unwind.MethodTailCall}
-		out = s.appendFrames(out, t, f, opt)
+		out = s.appendFrames(out, t, f, opt, pending)
 	}
 	return out
+}
+
+// readiness counts the modules whose call sites are read: resolveLate
+// names pending stacks again only when this or the lines' readiness moved.
+func (tc *tailCalls) readiness() int64 {
+	if tc == nil {
+		return 0
+	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	var n int64
+	for _, mc := range tc.mods {
+		select {
+		case <-mc.done:
+			n++
+		default:
+		}
+	}
+	return n
 }

@@ -78,7 +78,7 @@ func runDump(args []string) int {
 				StackWindow: *window,
 				NoCFI:       unwinders.noCFI,
 				Unwinders:   methods,
-				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines},
+				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
 			},
 		})
 		if err != nil && (res == nil || len(res.Threads) == 0) {

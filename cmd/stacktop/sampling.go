@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"runtime"
 
+	"stacktop/debuginfo"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
@@ -79,8 +80,18 @@ func (f *samplingFlags) engineOptions() sampler.EngineOptions {
 // targetOptions are the sampler options of a periodic recording: line
 // tables load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) targetOptions() sampler.Options {
-	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true},
+	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()},
 		NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
+}
+
+// dwarfCacheDir is where decompressed DWARF is kept between runs (see
+// debuginfo.Cache): under the user's cache directory, unless
+// STACKTOP_NO_CACHE is set.
+func dwarfCacheDir() string {
+	if os.Getenv("STACKTOP_NO_CACHE") != "" {
+		return ""
+	}
+	return debuginfo.DefaultCacheDir()
 }
 
 // session is what record and top sample: an attached target and its

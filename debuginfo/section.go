@@ -1,0 +1,187 @@
+package debuginfo
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+)
+
+// lazySection is one section's bytes, read (and, for an SHF_COMPRESSED
+// section, decompressed) only as far as a lookup needed so far. A zlib or
+// zstd stream can only be decoded from its start, so the bytes kept are
+// always a prefix of the section: a unit near the start of .debug_info
+// costs a fraction of the section, one near the end nearly all of it, but
+// never more than once.
+//
+// Bytes handed out are never modified: a longer prefix is a new (or
+// grown) buffer whose first bytes are the same.
+type lazySection struct {
+	name string
+	sec  *elf.Section // nil: the section is absent (reads as empty)
+
+	mu   sync.Mutex
+	buf  []byte    // the first len(buf) bytes of the section
+	r    io.Reader // positioned at len(buf); nil before the first read
+	done bool      // buf holds the whole section
+	err  error     // sticky: why the section could not be read further
+
+	// The cache of decompressed prefixes, if any; looked up at the
+	// first read.
+	cache     *Cache
+	buildID   string
+	entry     *sectionCache
+	cacheRead bool
+	cachedLen int // how much of buf the cache holds
+}
+
+func newLazySection(f *elf.File, name string) *lazySection {
+	s := &lazySection{name: name, sec: f.Section(name)}
+	if s.sec == nil || s.sec.Type == elf.SHT_NOBITS {
+		s.sec, s.done = nil, true
+	}
+	return s
+}
+
+// useCache makes s look for its bytes in c (under buildID) first.
+func (s *lazySection) useCache(c *Cache, buildID string) {
+	s.cache, s.buildID = c, buildID
+}
+
+// fromCache fills buf from the cache, once. Called with mu held.
+func (s *lazySection) fromCache() {
+	if s.cacheRead || s.sec == nil {
+		return
+	}
+	s.cacheRead = true
+	if s.entry = s.cache.cacheFor(s.sec, s.buildID); s.entry == nil {
+		return
+	}
+	if b := s.entry.load(); b != nil {
+		s.buf, s.cachedLen = b, len(b)
+		s.done = uint64(len(b)) == s.sec.Size
+	}
+}
+
+// saveCache stores what was decompressed beyond what the cache holds.
+func (s *lazySection) saveCache() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.entry == nil || len(s.buf) <= s.cachedLen {
+		return nil
+	}
+	if err := s.entry.store(s.buf); err != nil {
+		return err
+	}
+	s.cachedLen = len(s.buf)
+	return nil
+}
+
+// present reports whether the object has the section.
+func (s *lazySection) present() bool { return s.sec != nil }
+
+// lazyChunk is the least a read decompresses past what was asked: reads of
+// successive units then cost one refill every few units, not one each.
+const lazyChunk = 256 << 10
+
+// readStep is how much is decompressed between two yields of the CPU.
+const readStep = 64 << 10
+
+// maxPrealloc bounds the capacity reserved up front from a section's
+// declared size, which a corrupt header can inflate at will.
+const maxPrealloc = 64 << 20
+
+// prefix returns at least the first n bytes of the section, or all of it
+// if it is shorter: callers check the length against what they need.
+func (s *lazySection) prefix(n uint64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.prefixLocked(n)
+}
+
+func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
+	s.fromCache()
+	if uint64(len(s.buf)) >= n || s.done {
+		return s.buf, nil
+	}
+	if s.err != nil {
+		return s.buf, s.err
+	}
+	if s.r == nil {
+		// A stream decodes from its start only: what the cache held is
+		// decompressed again (and the longer prefix cached later).
+		s.r = s.sec.Open()
+		s.buf = nil
+		if size := s.sec.Size; size > 0 {
+			s.buf = make([]byte, 0, min(size, maxPrealloc))
+		}
+	}
+	want := max(n, uint64(len(s.buf))+lazyChunk)
+	empty := 0
+	for step := 0; uint64(len(s.buf)) < want; step++ {
+		if len(s.buf) == cap(s.buf) {
+			s.buf = append(s.buf, 0)[:len(s.buf)]
+		}
+		if step > 0 {
+			// Decompressing a large prefix takes tens of milliseconds;
+			// with GOMAXPROCS=1 (record, top) yielding between steps
+			// lets the sampling engine's ticks run on time.
+			runtime.Gosched()
+		}
+		m, err := s.r.Read(s.buf[len(s.buf):min(uint64(cap(s.buf)), want, uint64(len(s.buf))+readStep)])
+		s.buf = s.buf[:len(s.buf)+m]
+		if err == io.EOF {
+			s.done = true
+			break
+		}
+		if err == nil && m == 0 {
+			if empty++; empty > 100 {
+				err = io.ErrNoProgress
+			}
+		}
+		if err != nil {
+			s.err = &FormatError{s.name, int64(len(s.buf)), fmt.Errorf("decompressing: %w", err)}
+			return s.buf, s.err
+		}
+	}
+	return s.buf, nil
+}
+
+// all returns the whole section.
+func (s *lazySection) all() ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for {
+		b, err := s.prefixLocked(uint64(len(s.buf)) + 4*lazyChunk)
+		if err != nil || s.done {
+			return b, err
+		}
+	}
+}
+
+// at returns the n bytes at off, failing if the section ends before them.
+func (s *lazySection) at(off, n uint64) ([]byte, error) {
+	end := off + n
+	if end < off {
+		return nil, &FormatError{s.name, int64(off), errors.New("offset overflows")}
+	}
+	if s.sec == nil || end > s.sec.Size {
+		// Checked before decompressing: a corrupt length must not make
+		// us inflate (and hold) gigabytes.
+		size := uint64(0)
+		if s.sec != nil {
+			size = s.sec.Size
+		}
+		return nil, &FormatError{s.name, int64(off), fmt.Errorf("%d bytes past the end of the section (%d bytes)", n, size)}
+	}
+	b, err := s.prefix(end)
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(b)) < end {
+		return nil, &FormatError{s.name, int64(off), fmt.Errorf("%d bytes past the end of the section (%d bytes)", n, len(b))}
+	}
+	return b[off:end], nil
+}

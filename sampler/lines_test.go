@@ -1,0 +1,203 @@
+package sampler
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"stacktop/internal/targets"
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/ptrace"
+)
+
+// TestLinesLateSameStacks: file:line and inlined frames must not depend on
+// when a module's lines became ready. The line tables are held back for
+// the first part of a recording (linesGate); the samples taken then must
+// end up with the same frames as those taken after, so no stack appears
+// twice (once without lines, once with) in the profile.
+func TestLinesLateSameStacks(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "cxxinline-sframe3")
+	spin := byName(t, tg, "spin")
+
+	linesGate = make(chan struct{})
+	defer func() { linesGate = nil }()
+	tr := ptrace.NewTracer()
+	t.Cleanup(tr.Close)
+	cache := procmaps.NewModuleCache()
+	t.Cleanup(func() { cache.Close() })
+	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	e := NewEngine(target, EngineOptions{Rate: 499, Duration: 3 * time.Second, TIDs: spin})
+	done := make(chan error, 1)
+	go func() { done <- e.Run(context.Background()) }()
+
+	// Let samples pile up without lines, then release the lines.
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Stats().Samples < 20 {
+		if time.Now().After(deadline) {
+			close(linesGate)
+			t.Fatalf("no samples while lines were held back: %+v", e.Stats())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	early := e.Snapshot()
+	close(linesGate)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if lined := withLines(early); lined != 0 {
+		t.Fatalf("%d stacks had lines while the line tables were held back: the test proves nothing", lined)
+	}
+	p := e.Snapshot()
+
+	// Each sampled address sequence has one set of frames.
+	byWalk := map[string]string{}
+	agg := p.Aggregate(0)
+	inlined := int64(0)
+	for id, n := range agg.Counts {
+		if n == 0 {
+			continue
+		}
+		frames := agg.Stacks[id]
+		walk, shown := walkKey(frames), shownKey(frames)
+		if prev, ok := byWalk[walk]; ok && prev != shown {
+			t.Errorf("one sampled stack, two ways:\n %s\n %s", prev, shown)
+		}
+		byWalk[walk] = shown
+		if !slices.ContainsFunc(frames, func(f profile.Frame) bool { return strings.Contains(f.Function, "spin_thread") }) {
+			continue
+		}
+		if !slices.ContainsFunc(frames, func(f profile.Frame) bool { return f.Inlined }) {
+			t.Errorf("spin stack without inlined frames (%d samples): %s", n, shown)
+			continue
+		}
+		inlined += n
+		for _, f := range frames {
+			if strings.Contains(f.Module, "cxxinline") && f.Line == 0 {
+				t.Errorf("frame without a line in %s", shown)
+				break
+			}
+		}
+	}
+	st := e.Stats()
+	t.Logf("%d samples (%d before the lines were ready), %d distinct stacks, %d spin samples with inlined frames", st.Samples, early.Samples, len(byWalk), inlined)
+	if inlined < early.Samples {
+		t.Errorf("%d spin samples with inlined frames, fewer than the %d taken before the lines were ready", inlined, early.Samples)
+	}
+}
+
+// withLines counts the stacks of p with at least one frame with a line.
+func withLines(p *profile.Profile) int {
+	n := 0
+	for _, s := range p.Stacks {
+		if slices.ContainsFunc(s, func(f profile.Frame) bool { return f.Line > 0 }) {
+			n++
+		}
+	}
+	return n
+}
+
+// walkKey is what was sampled: the address of each frame that is not an
+// inlined call.
+func walkKey(frames []profile.Frame) string {
+	var b strings.Builder
+	for _, f := range frames {
+		if !f.Inlined {
+			fmt.Fprintf(&b, "%#x;", f.PC)
+		}
+	}
+	return b.String()
+}
+
+// shownKey is what an output shows of a stack, as folded --lines would.
+func shownKey(frames []profile.Frame) string {
+	var b strings.Builder
+	for _, f := range frames {
+		fmt.Fprintf(&b, "%s %s:%d;", f.Name(), f.File, f.Line)
+	}
+	return b.String()
+}
+
+// BenchmarkRecordStart measures what issue 16 asks of record and top: the
+// time from attach (Open) to the first sample, and the tick rate achieved
+// over a 3 s recording at 999 Hz, of cxxinline's spinning thread while
+// the line tables (libc's debug file among them) load. Run it with
+// -benchtime=1x (each iteration records 3 s); bench/lines.sh does. The
+// sub-benchmarks: no lines at all (the rate without DWARF, for
+// comparison), no DWARF cache, a cold cache, a warm one.
+func BenchmarkRecordStart(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("needs root (ptrace)")
+	}
+	tg := targets.Start(b, "cxxinline-sframe3")
+	warmDir := b.TempDir()
+	// record and top run stacktop's Go code on one CPU (see
+	// cmd/stacktop's sampleOnOneCPU): measure them so.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for _, mode := range []string{"nolines", "nocache", "cold", "warm"} {
+		b.Run(mode, func(b *testing.B) {
+			var first, rate, missed, work float64
+			for i := 0; i < b.N; i++ {
+				opts := Options{Symbols: SymbolOptions{AsyncLines: true}}
+				switch mode {
+				case "nolines":
+					opts.Symbols.NoLines = true
+				case "cold":
+					opts.Symbols.CacheDir = b.TempDir()
+				case "warm":
+					opts.Symbols.CacheDir = warmDir
+					if i == 0 {
+						recordOnce(b, tg.PID(), opts, 300*time.Millisecond)
+					}
+				}
+				f, r, m, w := recordOnce(b, tg.PID(), opts, 3*time.Second)
+				first += f
+				rate += r
+				missed += m
+				work += w
+			}
+			n := float64(b.N)
+			b.ReportMetric(first/n, "ms-to-first-sample")
+			b.ReportMetric(rate/n, "Hz")
+			b.ReportMetric(missed/n, "missed-ticks")
+			b.ReportMetric(work/n, "ms-longest-tick")
+		})
+	}
+}
+
+// recordOnce attaches, records for d at 999 Hz and detaches. It returns
+// the milliseconds from the attach to the first sample, the tick rate, the
+// ticks missed and the longest tick's work in milliseconds (the first
+// tick, which loads symbol tables, is usually the longest).
+func recordOnce(b *testing.B, pid int, opts Options, d time.Duration) (firstMs, hz, missed, longestMs float64) {
+	tr := ptrace.NewTracer()
+	defer tr.Close()
+	cache := procmaps.NewModuleCache()
+	defer cache.Close()
+	t0 := time.Now()
+	target, err := Open(tr, pid, cache, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	e := NewEngine(target, EngineOptions{Rate: 999, Duration: d})
+	if err := e.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	p, st := e.Snapshot(), e.Stats()
+	if len(p.Events) == 0 {
+		b.Fatal("no samples")
+	}
+	firstMs = float64(p.Start.Add(p.Events[0].Time).Sub(t0)) / 1e6
+	return firstMs, st.Rate, float64(st.MissedTicks), float64(st.TickWorkMax) / 1e6
+}
