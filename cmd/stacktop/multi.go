@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,6 +73,19 @@ type processGroup struct {
 	errs     []error
 	running  int // engines whose Run has not returned
 	wg       sync.WaitGroup
+	cancel   context.CancelFunc // ends every engine; set by run
+	panicked *groupPanic        // the first engine's panic, re-raised by run
+}
+
+// groupPanic is an engine's panic, carried to run's caller: raised there,
+// it passes through the command's clean-ups and withTracer's detach.
+type groupPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *groupPanic) String() string {
+	return fmt.Sprintf("%v\n\nengine goroutine:\n%s", p.value, p.stack)
 }
 
 func newProcessGroup(tr *ptrace.Tracer, f *samplingFlags, opts sampler.EngineOptions, first *session) *processGroup {
@@ -104,6 +118,19 @@ func (fl *processGroup) start(ctx context.Context, s *session) {
 	fl.mu.Unlock()
 	go func() {
 		defer fl.wg.Done()
+		defer func() {
+			// A panic here would end the program without withTracer's
+			// detach and clean-up: hand it to run's caller instead.
+			if p := recover(); p != nil {
+				fl.mu.Lock()
+				fl.running--
+				if fl.panicked == nil {
+					fl.panicked = &groupPanic{p, debug.Stack()}
+				}
+				fl.mu.Unlock()
+				fl.cancel()
+			}
+		}()
 		err := s.engine.Run(ctx)
 		fl.mu.Lock()
 		fl.running--
@@ -117,6 +144,8 @@ func (fl *processGroup) start(ctx context.Context, s *session) {
 // run starts every engine and waits until all are done; with follow it
 // also adds children as they appear, polling every 20 ms.
 func (fl *processGroup) run(ctx context.Context, follow bool) []error {
+	ctx, fl.cancel = context.WithCancel(ctx)
+	defer fl.cancel()
 	fl.mu.Lock()
 	first := slices.Clone(fl.sessions)
 	fl.mu.Unlock()
@@ -151,6 +180,9 @@ func (fl *processGroup) run(ctx context.Context, follow bool) []error {
 	fl.wg.Wait()
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	if fl.panicked != nil {
+		panic(fl.panicked.String())
+	}
 	return fl.errs
 }
 
@@ -231,12 +263,17 @@ func (fl *processGroup) profile() *profile.Profile {
 
 // stats sums the engines' counters for the summary: counts add up; the
 // rate is the first process's (each process has its own ticks); pauses
-// are the worst of any process; the recording exited when all did.
+// and tick times are the worst of any process; the recording exited when
+// all did. One process's are its engine's own.
 func (fl *processGroup) stats() (sampler.Stats, int) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
+	if len(fl.sessions) == 1 {
+		return fl.sessions[0].engine.Stats(), 1
+	}
 	var sum sampler.Stats
 	sum.Methods = map[string]int64{}
+	sum.Interrupts = map[int]int64{}
 	sum.Exited = true
 	for i, s := range fl.sessions {
 		st := s.engine.Stats()
@@ -254,8 +291,15 @@ func (fl *processGroup) stats() (sampler.Stats, int) {
 		sum.Gone += st.Gone
 		sum.Truncated += st.Truncated
 		sum.Threads += st.Threads
+		sum.NotTaken += st.NotTaken
+		sum.ShortTicks += st.ShortTicks
+		sum.TickWork = max(sum.TickWork, st.TickWork)
+		sum.TickWorkMax = max(sum.TickWorkMax, st.TickWorkMax)
 		for m, n := range st.Methods {
 			sum.Methods[m] += n
+		}
+		for tid, n := range st.Interrupts {
+			sum.Interrupts[tid] += n // TIDs are unique across processes
 		}
 		sum.Pause = worse(sum.Pause, st.Pause)
 		sum.PauseTotal = worse(sum.PauseTotal, st.PauseTotal)

@@ -80,7 +80,7 @@ func runTop(args []string) int {
 		if len(f.pids) > 1 || f.subprocs {
 			// Several processes: one engine each, their snapshots
 			// merged at every poll (see processGroup).
-			fl := newProcessGroup(tr, &f, f.engineOptions(), sess)
+			fl := newProcessGroup(tr, &f, opts, sess)
 			closeTargets = func() error {
 				err := fl.closeTargets()
 				fl.close()
