@@ -264,6 +264,9 @@ type Status struct {
 	UIDs      [4]int // Uid: real, effective, saved and filesystem UID
 	SigPnd    uint64 // SigPnd: signals pending for this thread
 	CapEff    uint64 // CapEff: effective capabilities
+	// NSPID is the last field of NSpid: the PID in the process's own PID
+	// namespace (a container's), 0 where the kernel prints no NSpid.
+	NSPID int
 }
 
 // StatusError reports a malformed /proc/PID/status line: its key and the
@@ -335,6 +338,12 @@ func ParseStatus(b []byte) (Status, error) {
 				return s, bad("signal mask")
 			}
 			seen |= seenSigPnd
+		case "NSpid": // optional: kernels before 4.1 lack it
+			if f := bytes.Fields(val); len(f) > 0 {
+				if s.NSPID, err = parseDecimal(f[len(f)-1]); err != nil {
+					return s, bad("PID list")
+				}
+			}
 		case "CapEff":
 			if s.CapEff, err = strconv.ParseUint(string(val), 16, 64); err != nil {
 				return s, bad("capability mask")

@@ -291,7 +291,7 @@ func TestParseStatusFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Status{Tgid: 23909, TracerPID: 0, UIDs: [4]int{1000, 1000, 1000, 1000}}
+	want := Status{Tgid: 23909, TracerPID: 0, UIDs: [4]int{1000, 1000, 1000, 1000}, NSPID: 23909}
 	if s != want {
 		t.Errorf("got  %+v\nwant %+v", s, want)
 	}

@@ -1,12 +1,15 @@
 package sampler
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/symbols"
 )
@@ -22,6 +25,7 @@ import (
 type perfMap struct {
 	pid     int
 	path    string // "" until the first lookup
+	uid     int    // the target's effective UID: the file's owner (or root)
 	checked time.Time
 	size    int64
 	mtime   time.Time
@@ -53,20 +57,36 @@ func (p *perfMap) refresh() bool {
 	}
 	p.checked = now
 	if p.path == "" {
-		p.path = "/proc/" + strconv.Itoa(p.pid) + "/root/tmp/perf-" + strconv.Itoa(nsPID(p.pid)) + ".map"
+		st, err := procmaps.ReadStatus(p.pid, 0)
+		if err != nil {
+			return false
+		}
+		ns := st.NSPID
+		if ns == 0 {
+			ns = p.pid
+		}
+		p.path = "/proc/" + strconv.Itoa(p.pid) + "/root/tmp/perf-" + strconv.Itoa(ns) + ".map"
+		p.uid = st.UIDs[1] // effective: the user the JIT writes the file as
 	}
-	fi, err := os.Stat(p.path)
+	// The map lives in a world-writable directory and stacktop runs as
+	// root: no symlinks, no FIFO to block on, and only a regular file
+	// owned by the target's user (or root), as perf requires.
+	fd, err := unix.Open(p.path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), p.path)
+	defer f.Close()
+	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || (st.Uid != 0 && int(st.Uid) != p.uid) {
 		return false
 	}
 	if p.m != nil && fi.Size() == p.size && fi.ModTime().Equal(p.mtime) {
 		return false
 	}
-	f, err := os.Open(p.path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxPerfMapSize))
 	if err != nil {
 		return false
@@ -75,28 +95,4 @@ func (p *perfMap) refresh() bool {
 	m, _ := symbols.ParsePerfMap(data)
 	p.m, p.size, p.mtime = m, fi.Size(), fi.ModTime()
 	return true
-}
-
-// nsPID returns the PID process pid has in its own PID namespace (the last
-// field of NSpid in /proc/PID/status), or pid itself.
-func nsPID(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return pid
-	}
-	for line := range bytes.SplitSeq(b, []byte{'\n'}) {
-		rest, ok := bytes.CutPrefix(line, []byte("NSpid:"))
-		if !ok {
-			continue
-		}
-		f := bytes.Fields(rest)
-		if len(f) == 0 {
-			return pid
-		}
-		if n, err := strconv.Atoi(string(f[len(f)-1])); err == nil && n > 0 {
-			return n
-		}
-		return pid
-	}
-	return pid
 }
