@@ -28,6 +28,7 @@ func (w *windower) cut(snap *profile.Profile) *profile.Profile {
 		w.prev = map[threadStack]int64{}
 	}
 	win := profile.New(snap.PID, snap.Command, snap.Start.Add(w.prevEnd), snap.Period)
+	win.Wall = snap.Wall
 	at := snap.Start.Add(max(end, w.prevEnd))
 	for tid, stacks := range agg.ThreadStacks {
 		name := ""

@@ -101,14 +101,21 @@ func str(s string) *commonpb.AnyValue {
 }
 
 // Sample types: one value per sample, the number of samples, over a
-// period of CPU (or wall, under --idle) nanoseconds, as in stacktop's
-// pprof output.
+// period of CPU nanoseconds (wall nanoseconds for a wall-clock profile:
+// Profile.Wall, record --idle), as in stacktop's pprof output.
 const (
 	sampleType = "samples"
 	sampleUnit = "count"
-	periodType = "cpu"
 	periodUnit = "nanoseconds"
 )
+
+// periodType names the clock p's period runs on.
+func periodType(p *profile.Profile) string {
+	if p.Wall {
+		return "wall"
+	}
+	return "cpu"
+}
 
 // dict builds a ProfilesDictionary: every table starts with its zero
 // entry, as the specification requires, and entries are interned.
@@ -271,7 +278,7 @@ func Build(p *profile.Profile, res Resource) *collpb.ExportProfilesServiceReques
 	period := p.Period.Nanoseconds()
 	prof := &profpb.Profile{
 		SampleType:   &profpb.ValueType{TypeStrindex: d.str(sampleType), UnitStrindex: d.str(sampleUnit)},
-		PeriodType:   &profpb.ValueType{TypeStrindex: d.str(periodType), UnitStrindex: d.str(periodUnit)},
+		PeriodType:   &profpb.ValueType{TypeStrindex: d.str(periodType(p)), UnitStrindex: d.str(periodUnit)},
 		Period:       period,
 		TimeUnixNano: uint64(p.Start.UnixNano()),
 		DurationNano: uint64(p.Duration().Nanoseconds()),
