@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"stacktop/export"
+	"stacktop/export/otlp"
 	"stacktop/profile"
 )
 
@@ -141,10 +142,7 @@ func (s *PyroscopeSink) Send(ctx context.Context, w *profile.Profile) error {
 	if resp.StatusCode/100 == 2 {
 		return nil
 	}
-	msg := strings.ToValidUTF8(strings.TrimSpace(string(reply)), "?")
-	if len(msg) > 200 {
-		msg = msg[:200] + "..."
-	}
+	msg := otlp.ServerText(string(reply), 200)
 	return &httpError{
 		retry: resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500,
 		err:   fmt.Errorf("%s: HTTP %d: %s", s, resp.StatusCode, msg),

@@ -27,3 +27,22 @@ func TestPeriodType(t *testing.T) {
 		}
 	}
 }
+
+// TestServerText: a server's words reach the terminal quoted, control
+// sequences escaped, cut on a rune boundary.
+func TestServerText(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"  overloaded \n", 200, `"overloaded"`},
+		{"\x1b[2Jgone", 200, `"\x1b[2Jgone"`},
+		{"bad \xff byte", 200, `"bad \xff byte"`},
+		{"ééééé", 4, `"éééé"...`},
+	} {
+		if got := ServerText(c.in, c.max); got != c.want {
+			t.Errorf("ServerText(%q, %d) = %s, want %s", c.in, c.max, got, c.want)
+		}
+	}
+}

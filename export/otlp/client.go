@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -306,16 +307,12 @@ func ParseHTTPReply(code int, retryAfter string, body []byte) error {
 		}
 		return partial(resp)
 	}
-	msg := ""
+	var msg string
 	var st status.Status
 	if proto.Unmarshal(body, &st) == nil && st.GetMessage() != "" {
-		msg = st.GetMessage()
+		msg = ServerText(st.GetMessage(), 200)
 	} else {
-		msg = strings.TrimSpace(string(body))
-		if len(msg) > 200 {
-			msg = msg[:200] + "..."
-		}
-		msg = strings.ToValidUTF8(msg, "?")
+		msg = ServerText(string(body), 200)
 	}
 	e := &ExportError{Err: fmt.Errorf("otlp: HTTP %d: %s", code, msg)}
 	switch code {
@@ -326,4 +323,22 @@ func ParseHTTPReply(code int, retryAfter string, body []byte) error {
 		}
 	}
 	return e
+}
+
+// ServerText makes text a server sent fit for a terminal line: trimmed, at
+// most max runes, quoted with control characters and invalid UTF-8
+// escaped (a reply is untrusted: it must not move the cursor or recolour
+// the user's terminal).
+func ServerText(text string, max int) string {
+	text = strings.TrimSpace(text)
+	if utf8.RuneCountInString(text) > max {
+		n := 0
+		for i := range text {
+			if n == max {
+				return strconv.Quote(text[:i]) + "..."
+			}
+			n++
+		}
+	}
+	return strconv.Quote(text)
 }
