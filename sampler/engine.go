@@ -386,6 +386,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			r := &results[i]
 			switch {
 			case !r.done:
+				e.refund(th)
 				continue // the batch ended early
 			case errors.Is(r.err, ptrace.ErrProcessExited):
 				e.commit(batch, now, failed, gone, notTaken, lastErr)
@@ -397,9 +398,15 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 				continue
 			case errors.Is(r.err, ptrace.ErrNotTaken):
 				notTaken++
+				e.refund(th)
+				if e.opts.Idle && th.stack != nil {
+					// As for a thread that did not run: its last stack.
+					batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
+				}
 				continue
 			case r.err != nil:
 				failed++
+				e.refund(th)
 				lastErr = r.err
 				continue
 			}
