@@ -29,7 +29,7 @@ type lazyDWARF struct {
 	// Read as far as the units decoded so far reach.
 	info, abbrev, line *lazySection
 	// Read whole at the first unit: small, and referenced from anywhere.
-	whole   []*lazySection // str, ranges, then what addSections lists
+	whole   []*lazySection // str, ranges, then the rest of wholeSections
 	wholeMu sync.Mutex
 	loaded  [][]byte
 }

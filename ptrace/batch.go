@@ -31,7 +31,8 @@ import (
 // its duration, then clears it and drains: a stop some other thread of the
 // target made meanwhile (a signal to deliver, a new thread) is found by
 // that drain, and any later one signals again. (A caller that can prove no
-// other thread ran meanwhile may waive the drain: see SampleEachThen.)
+// other thread ran meanwhile may waive the drain: see
+// BatchOptions.OthersStill.)
 // Nothing else changes: the
 // handler stays Go's, and no child is reaped behind os/exec's back (which
 // ignoring SIGCHLD would do).
@@ -208,6 +209,8 @@ type batchState struct {
 	free    []*Sample
 	flights []flight
 	ready   []readySample
+	// interrupts counts the PTRACE_INTERRUPTs batches issued (tests).
+	interrupts int64
 }
 
 // flight is a thread interrupted by the batch and not stopped yet.
@@ -274,7 +277,10 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 	}
 	for {
 		// A new window once the last one was handed over.
-		for !ended && next < len(tids) && head == len(b.ready) && len(b.flights) < window {
+		// Never past the deadline or after Cancel: an interrupt then
+		// stops a thread for a sample that is not taken, and its pause
+		// goes uncounted; the expiry below reports the rest not taken.
+		for !ended && next < len(tids) && head == len(b.ready) && len(b.flights) < window && !p.expired(o, time.Now()) {
 			i := next
 			next++
 			if r, ok := p.startSample(i, tids[i], n); ok {
@@ -396,6 +402,7 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	if th.state == stateRunning || th.state == stateListening {
 		// ESRCH means the thread is gone: the poll collects its exit.
 		ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
+		b.interrupts++
 	}
 	th.inFlight = true
 	b.flights = append(b.flights, flight{i: i, th: th, t0: now, seen: now, checked: now})

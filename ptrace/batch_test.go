@@ -172,12 +172,17 @@ func TestBatchDeadline(t *testing.T) {
 			t.Errorf("thread %d: SP %#x in no mapping", tids[i], samples[i].Regs.SP())
 		}
 	}
-	// A deadline already past takes nothing and leaves every thread running.
+	// A deadline already past takes nothing, interrupts no thread and
+	// leaves every thread running.
+	sent := tr.batch.interrupts
 	_, _, errs = batchAll(t, p, BatchOptions{StackWindow: 1024, Deadline: time.Now().Add(-time.Second)})
 	for i, err := range errs {
-		if err != nil && !errors.Is(err, ErrNotTaken) {
-			t.Errorf("thread %d past the deadline: %v", tids[i], err)
+		if !errors.Is(err, ErrNotTaken) {
+			t.Errorf("thread %d past the deadline: %v, want ErrNotTaken", tids[i], err)
 		}
+	}
+	if n := tr.batch.interrupts - sent; n != 0 {
+		t.Errorf("a batch past its deadline sent %d interrupts", n)
 	}
 	waitNoneStopped(t, tg.pid)
 	if err := p.Detach(); err != nil {
@@ -197,7 +202,11 @@ func TestBatchCancel(t *testing.T) {
 	p := attach(t, tr, tg.pid)
 	cancel := make(chan struct{})
 	close(cancel)
+	sent := tr.batch.interrupts
 	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 1024, Cancel: cancel})
+	if n := tr.batch.interrupts - sent; n != 0 {
+		t.Errorf("a cancelled batch sent %d interrupts", n)
+	}
 	taken := 0
 	for i, err := range errs {
 		switch {

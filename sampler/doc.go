@@ -30,7 +30,9 @@
 // with what the symbol tables say, its walk kept, and its frames replaced
 // (profile.SetFrames) once the lines are ready, at a later tick or, at the
 // latest, before Run returns; so file:line and inlined frames do not
-// depend on when a stack was sampled.
+// depend on when a stack was sampled. Run's end waits at most lateWait
+// (2 s) for them, with no thread stopped, and an exec not at all: stacks
+// still pending then keep their frames without lines.
 //
 // Cost: an Engine's tick grows with the threads that run, not with the
 // threads that exist. check.go explains the schedule of schedstat

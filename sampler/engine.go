@@ -204,8 +204,8 @@ func (e *Engine) Target() *Target { return e.t }
 func (e *Engine) Run(ctx context.Context) error {
 	defer e.closeThreads()
 	// What the profile says must not depend on when it stopped: wait
-	// for the lines still loading.
-	defer e.resolveLate(true)
+	// for the lines still loading, a while (no thread is stopped now).
+	defer e.settleLate(lateWait)
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -317,7 +317,9 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	proc := e.t.proc
 	if n := proc.Execs(); n != e.execs {
 		e.execs = n
-		e.resolveLate(true) // while the old image's symbols are there
+		// While the old image's symbols are there, without waiting: a
+		// tick must not stall. Stacks still pending keep no lines.
+		e.settleLate(0)
 		e.t.reload()
 		cmd := procmaps.Cmdline(e.t.PID)
 		e.mu.Lock()
@@ -386,6 +388,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 			r := &results[i]
 			switch {
 			case !r.done:
+				e.refund(th)
 				continue // the batch ended early
 			case errors.Is(r.err, ptrace.ErrProcessExited):
 				e.commit(batch, now, failed, gone, notTaken, lastErr)
@@ -397,9 +400,15 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 				continue
 			case errors.Is(r.err, ptrace.ErrNotTaken):
 				notTaken++
+				e.refund(th)
+				if e.opts.Idle && th.stack != nil {
+					// As for a thread that did not run: its last stack.
+					batch = append(batch, sampled{th: th, frames: th.stack, complete: th.complete})
+				}
 				continue
 			case r.err != nil:
 				failed++
+				e.refund(th)
 				lastErr = r.err
 				continue
 			}
@@ -417,7 +426,7 @@ func (e *Engine) scan(tick int64, now time.Time) (exited bool) {
 	}
 	if tick > 0 {
 		e.commit(batch, now, failed, gone, notTaken, lastErr)
-		e.resolveLate(false)
+		e.resolveLate()
 	}
 	return false
 }
@@ -483,25 +492,49 @@ func (e *Engine) noteLines(id int32, b *sampled) {
 	}
 }
 
+// lateWait bounds how long the end of Run waits for the lines of stacks
+// still pending: with a large DWARF, an unbounded wait held shutdown (Ctrl-C
+// in record, quit in top) for seconds, and a second Ctrl-C then left no
+// file at all. Stacks still pending after it keep their frames without
+// lines.
+const lateWait = 2 * time.Second
+
+// settleLate resolves the pending stacks, waiting at most d for their
+// lines (polling: the lines load in the background), then gives up on the
+// rest: their frames stay as added, without lines. Called on Run's
+// goroutine while no thread is stopped by the engine, without mu held.
+func (e *Engine) settleLate(d time.Duration) {
+	e.lateTried = -1 // try at once, whatever loaded since the last tick
+	deadline := time.Now().Add(d)
+	for {
+		e.resolveLate()
+		if len(e.late) == 0 || !time.Now().Before(deadline) {
+			break
+		}
+		time.Sleep(latePoll)
+	}
+	clear(e.late)
+}
+
+// latePoll is settleLate's pause between two looks at the lines.
+const latePoll = 5 * time.Millisecond
+
 // resolveLate names again the stacks added before their lines were ready,
-// and replaces the frames of those whose lines are ready now. With wait it
-// waits for the lines, without holding mu (Stats and Snapshot go on).
-// Called on Run's goroutine.
-func (e *Engine) resolveLate(wait bool) {
+// and replaces the frames of those whose lines are ready now. It never
+// waits for lines. Called on Run's goroutine.
+func (e *Engine) resolveLate() {
 	if len(e.late) == 0 {
 		return
 	}
-	if !wait {
-		// Naming every pending stack again at every tick would cost
-		// ticks while a large unit loads; only a change can help.
-		r := e.t.syms.readiness() + e.t.tails.readiness()
-		if r == e.lateTried {
-			return
-		}
-		e.lateTried = r
+	// Naming every pending stack again at every tick would cost ticks
+	// while a large unit loads; only a change can help.
+	r := e.t.syms.readiness() + e.t.tails.readiness()
+	if r == e.lateTried {
+		return
 	}
+	e.lateTried = r
 	opts := e.t.opts.Symbols
-	opts.AsyncLines = !wait
+	opts.AsyncLines = true
 	type named struct {
 		id     int32
 		frames []profile.Frame

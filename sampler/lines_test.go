@@ -96,6 +96,50 @@ func TestLinesLateSameStacks(t *testing.T) {
 	}
 }
 
+// TestLinesLateWaitBounded: lines that never become ready do not hold up
+// the end of Run (a Ctrl-C in record, a quit in top) beyond lateWait: the
+// stacks keep their frames without lines. Run waited for them unbounded
+// before, and this test then never ended.
+func TestLinesLateWaitBounded(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "cxxinline-sframe3")
+	spin := byName(t, tg, "spin")
+
+	gate := make(chan struct{})
+	linesGate = gate
+	defer func() { close(gate); linesGate = nil }()
+	tr := ptrace.NewTracer()
+	t.Cleanup(tr.Close)
+	cache := procmaps.NewModuleCache()
+	t.Cleanup(func() { cache.Close() })
+	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { target.Close() })
+	e := NewEngine(target, EngineOptions{Rate: 499, TIDs: spin})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	for e.Stats().Samples < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run still waits for lines held back, 30 s after its end")
+	}
+	p := e.Snapshot()
+	if p.Samples == 0 || withLines(p) != 0 {
+		t.Errorf("%d samples, %d stacks with lines; want samples, none with lines", p.Samples, withLines(p))
+	}
+}
+
 // withLines counts the stacks of p with at least one frame with a line.
 func withLines(p *profile.Profile) int {
 	n := 0

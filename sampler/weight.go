@@ -15,7 +15,8 @@ package sampler
 // with the probability of the fraction left: a thread that runs 50 µs of
 // a 10 ms period is sampled at about one tick in 200, with weight 1). A
 // weight of zero takes no sample and does not stop the thread. What is
-// given is taken from the credit, so the weights add up to the CPU time
+// given is taken from the credit (and given back if the sample is not
+// taken: past the tick's deadline, or failed), so the weights add up to the CPU time
 // the threads used, and each thread's share of the profile is its share of
 // the CPU. The sample is taken at the tick, like a sample of "the threads
 // that ran" always was.
@@ -75,6 +76,15 @@ func (th *threadState) charge(old, cur uint64) {
 	d := int64(cur - old)
 	th.credit += d
 	th.fresh += d
+}
+
+// refund gives back to th's credit the weight onCPU decided for a sample
+// that was not taken (past the tick's deadline, or failed): that CPU time
+// is still to be counted. Without it the threads not taken, the busy ones
+// a short tick leaves out, lost CPU time in the profile.
+func (e *Engine) refund(th *threadState) {
+	th.credit += th.weight * int64(e.period)
+	th.weight = 0
 }
 
 // takeCredit returns the weight onCPU decided for the sample of th just
