@@ -41,25 +41,89 @@ type CallSite struct {
 }
 
 // CallSites indexes an object's call sites by return address, and its
-// tail calls by the function making them. It is immutable once built.
+// tail calls by the function making them. It is safe for concurrent use.
+// Built from a whole DWARF it holds every call site from the start; built
+// from a lazy line index (NewCallSitesFromLines) it reads a unit's call
+// sites at the first lookup that needs them, and the NoWait methods let a
+// caller that must not wait for that start it in the background.
 type CallSites struct {
 	byReturn map[uint64]CallSite
 	tails    map[uint64][]CallSite // by Func
+	lazy     *lazyCallSites        // non-nil: the maps are empty, units are read one by one
 }
 
-// Len is the number of call sites indexed.
-func (c *CallSites) Len() int { return len(c.byReturn) }
+// Len is the number of call sites indexed (when lazy: in the units read so
+// far).
+func (c *CallSites) Len() int {
+	if c.lazy != nil {
+		return c.lazy.len()
+	}
+	return len(c.byReturn)
+}
+
+// Decoded counts the units whose call sites were read since the index was
+// made (always 0 for an index built whole): a caller told "not ready" need
+// not ask again before it changes.
+func (c *CallSites) Decoded() int64 {
+	if c.lazy == nil {
+		return 0
+	}
+	return c.lazy.decoded.Load()
+}
 
 // At returns the call site whose return address is pc (an ELF virtual
 // address).
 func (c *CallSites) At(pc uint64) (CallSite, bool) {
-	s, ok := c.byReturn[pc]
+	s, ok, _ := c.at(pc, true)
 	return s, ok
+}
+
+// AtNoWait is At for callers that must not wait for a unit to be read: if
+// the unit holding the call is not read yet, it starts reading it on a
+// goroutine of its own and returns ready false.
+func (c *CallSites) AtNoWait(pc uint64) (site CallSite, ok, ready bool) {
+	return c.at(pc, false)
+}
+
+func (c *CallSites) at(pc uint64, wait bool) (CallSite, bool, bool) {
+	if c.lazy == nil {
+		s, ok := c.byReturn[pc]
+		return s, ok, true
+	}
+	// The call instruction ends at pc: its unit is the one holding pc-1.
+	units, ready := c.lazy.unitsAt(pc-1, wait)
+	for _, u := range units {
+		if s, ok := u.byReturn[pc]; ok {
+			return s, true, ready
+		}
+	}
+	return CallSite{}, false, ready
 }
 
 // TailCalls returns the tail calls made by the function whose entry is
 // entry (read-only).
-func (c *CallSites) TailCalls(entry uint64) []CallSite { return c.tails[entry] }
+func (c *CallSites) TailCalls(entry uint64) []CallSite {
+	t, _ := c.tailCalls(entry, true)
+	return t
+}
+
+func (c *CallSites) tailCalls(entry uint64, wait bool) ([]CallSite, bool) {
+	if c.lazy == nil {
+		return c.tails[entry], true
+	}
+	units, ready := c.lazy.unitsAt(entry, wait)
+	var out []CallSite
+	for i, u := range units {
+		if i == 0 {
+			out = u.tails[entry] // the usual case: one unit, nothing copied
+			continue
+		}
+		if t := u.tails[entry]; len(t) > 0 {
+			out = append(out[:len(out):len(out)], t...)
+		}
+	}
+	return out, ready
+}
 
 // maxCallSites bounds the index, so a corrupt or enormous object cannot
 // make it grow without bound (libc's debug file has about 60,000).
@@ -78,25 +142,14 @@ func NewCallSites(f *elf.File) (*CallSites, error) {
 
 // NewCallSitesFromLines reads the call sites of the DWARF that l indexes,
 // sharing its decompressed sections (reading them is most of the cost).
+// When l is lazy (the object has .debug_aranges) so are the call sites:
+// each unit's are read at the first lookup that needs that unit (see
+// lazyCallSites), and nothing is read here.
 func NewCallSitesFromLines(l *Lines) (*CallSites, error) {
-	d := l.d
-	if d == nil {
-		// A lazy index decodes units one by one; call sites need them
-		// all (see lazyDWARF.allUnits).
-		var err error
-		func() {
-			defer func() {
-				if p := recover(); p != nil {
-					err = &FormatError{".debug_info", -1, fmt.Errorf("debug/dwarf panicked: %v", p)}
-				}
-			}()
-			d, err = l.lazy.allUnits()
-		}()
-		if err != nil {
-			return nil, err
-		}
+	if l.d == nil {
+		return &CallSites{lazy: &lazyCallSites{l: l, units: map[dwarf.Offset]*callSiteSlot{}}}, nil
 	}
-	return NewCallSitesFromDWARF(d)
+	return NewCallSitesFromDWARF(l.d)
 }
 
 // NewCallSitesFromDWARF reads d's call sites. Entries it cannot decode
@@ -110,8 +163,16 @@ func NewCallSitesFromDWARF(d *dwarf.Data) (c *CallSites, err error) {
 			err = &FormatError{".debug_info", -1, fmt.Errorf("call sites: %v", p)}
 		}
 	}()
+	// Origins are read after the scan: a second reader seeks to each.
+	or := d.Reader()
+	return c, c.scan(d.Reader(), func(dwarf.Offset) *dwarf.Reader { return or })
+}
+
+// scan adds the call sites r reads from its position to the end of its
+// data. readerAt gives a reader of the data that holds a DIE offset (nil
+// if none does), for the callees named through DW_AT_call_origin.
+func (c *CallSites) scan(r *dwarf.Reader, readerAt func(dwarf.Offset) *dwarf.Reader) error {
 	origins := map[dwarf.Offset]originInfo{}
-	r := d.Reader()
 	type open struct {
 		entry uint64 // function entry, 0 for a scope that is not one
 	}
@@ -131,7 +192,7 @@ func NewCallSitesFromDWARF(d *dwarf.Data) (c *CallSites, err error) {
 	for {
 		e, err := r.Next()
 		if err != nil {
-			return c, &FormatError{".debug_info", -1, err}
+			return &FormatError{".debug_info", -1, err}
 		}
 		if e == nil {
 			break
@@ -183,18 +244,16 @@ func NewCallSitesFromDWARF(d *dwarf.Data) (c *CallSites, err error) {
 			stack = append(stack, open{})
 		}
 	}
-	// Origins are read after the scan: a second reader seeks to each.
-	or := d.Reader()
 	for _, p := range pending {
 		info, ok := origins[p.origin]
 		if !ok {
-			info = readOrigin(or, p.origin)
+			info = readOrigin(readerAt, p.origin)
 			origins[p.origin] = info
 		}
 		p.site.Target, p.site.TargetName = info.entry, info.name
 		c.add(p.site)
 	}
-	return c, nil
+	return nil
 }
 
 func (c *CallSites) add(s CallSite) {
@@ -255,9 +314,13 @@ type originInfo struct {
 // readOrigin follows a callee DIE: its low_pc when defined, else its
 // linkage name or name (through DW_AT_abstract_origin and
 // DW_AT_specification, a few links deep).
-func readOrigin(r *dwarf.Reader, off dwarf.Offset) originInfo {
+func readOrigin(readerAt func(dwarf.Offset) *dwarf.Reader, off dwarf.Offset) originInfo {
 	var info originInfo
 	for hop := 0; hop < 4; hop++ {
+		r := readerAt(off)
+		if r == nil {
+			return info
+		}
 		r.Seek(off)
 		e, err := r.Next()
 		if err != nil || e == nil {
@@ -312,6 +375,19 @@ const maxTailEdges = 256
 // call site calls the callee directly, when no chain reaches it, or when
 // more than one does (the chain must be unambiguous, as gdb requires).
 func (c *CallSites) TailChain(site CallSite, resolve func(name string) uint64, isCallee func(entry uint64, name string) bool) []TailCallFrame {
+	chain, _ := c.tailChain(site, resolve, isCallee, true)
+	return chain
+}
+
+// TailChainNoWait is TailChain for callers that must not wait for units to
+// be read: when the search needs a unit not read yet, it starts reading it
+// in the background and returns ready false (and no chain); asked again
+// later, it gives TailChain's answer.
+func (c *CallSites) TailChainNoWait(site CallSite, resolve func(name string) uint64, isCallee func(entry uint64, name string) bool) (chain []TailCallFrame, ready bool) {
+	return c.tailChain(site, resolve, isCallee, false)
+}
+
+func (c *CallSites) tailChain(site CallSite, resolve func(name string) uint64, isCallee func(entry uint64, name string) bool, wait bool) ([]TailCallFrame, bool) {
 	target := func(s CallSite) uint64 {
 		if s.Target == 0 && s.TargetName != "" && resolve != nil {
 			return resolve(s.TargetName)
@@ -320,23 +396,30 @@ func (c *CallSites) TailChain(site CallSite, resolve func(name string) uint64, i
 	}
 	first := target(site)
 	if first == 0 || isCallee(first, site.TargetName) {
-		return nil
+		return nil, true
 	}
 	var (
 		found  [][]TailCallFrame
 		path   []TailCallFrame
 		seen   = map[uint64]bool{}
 		budget = maxTailEdges
+		ready  = true
 	)
 	var walk func(fn uint64, depth int)
 	walk = func(fn uint64, depth int) {
 		if depth >= maxTailDepth || len(found) > 1 || seen[fn] || budget <= 0 {
 			return
 		}
-		budget -= len(c.tails[fn])
+		tails, ok := c.tailCalls(fn, wait)
+		if !ok {
+			// Not read yet: keep searching, so that one call starts
+			// every unit this search needs that can be known now.
+			ready = false
+		}
+		budget -= len(tails)
 		seen[fn] = true
 		defer delete(seen, fn)
-		for _, t := range c.tails[fn] {
+		for _, t := range tails {
 			path = append(path, TailCallFrame{Func: fn, ReturnPC: t.ReturnPC})
 			switch next := target(t); {
 			case isCallee(next, t.TargetName):
@@ -348,14 +431,21 @@ func (c *CallSites) TailChain(site CallSite, resolve func(name string) uint64, i
 		}
 	}
 	walk(first, 0)
-	if len(found) != 1 || budget <= 0 {
+	if len(found) > 1 || budget <= 0 {
+		// Units not read yet could only add paths: the answer is known.
+		return nil, true
+	}
+	if !ready {
+		return nil, false
+	}
+	if len(found) != 1 {
 		// None, several, or more paths than the budget lets us rule out.
-		return nil
+		return nil, true
 	}
 	chain := found[0]
 	// Innermost first: the last jump made is the one nearest the callee.
 	for i, j := 0, len(chain)-1; i < j; i, j = i+1, j-1 {
 		chain[i], chain[j] = chain[j], chain[i]
 	}
-	return chain
+	return chain, true
 }

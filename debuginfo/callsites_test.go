@@ -1,12 +1,15 @@
 package debuginfo
 
 import (
+	"cmp"
 	"debug/dwarf"
 	"debug/elf"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // buildTailcall compiles the tail-call target -O2 with the given -g flags.
@@ -152,4 +155,203 @@ func FuzzCallSites(f *testing.F) {
 			cs.TailChain(s, nil, func(uint64, string) bool { return false })
 		}
 	})
+}
+
+// compareLazyCallSites checks that the call sites read unit by unit from a
+// lazy line index answer as those read from the whole DWARF: At for every
+// return address (sampled down to limit), TailCalls for every function
+// making tail calls, and TailChain from calls into such functions. The
+// first lookup must read only the units holding its address.
+func compareLazyCallSites(t *testing.T, f *elf.File, limit int) {
+	t.Helper()
+	d, err := loadDWARF(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := NewCallSitesFromDWARF(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.lazy == nil {
+		t.Fatal("NewLines did not index from .debug_aranges")
+	}
+	lazy, err := NewCallSitesFromLines(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy.lazy == nil || lazy.Decoded() != 0 {
+		t.Fatalf("call sites of a lazy line index: lazy %v, %d units read before any lookup", lazy.lazy != nil, lazy.Decoded())
+	}
+	returns := slices.Sorted(maps.Keys(whole.byReturn))
+	if len(returns) == 0 {
+		t.Fatal("no call sites: the comparison proves nothing")
+	}
+	// The first lookup reads the units whose ranges hold the call.
+	first := returns[len(returns)/2]
+	if s, ok := lazy.At(first); !ok || s != whole.byReturn[first] {
+		t.Errorf("At(%#x) = %+v, %v; want %+v", first, s, ok, whole.byReturn[first])
+	}
+	holding := 0
+	for _, u := range l.units {
+		if first-1 >= u.lo && first-1 < u.hi {
+			holding++
+		}
+	}
+	if n := lazy.Decoded(); n < 1 || n > int64(holding) {
+		t.Errorf("one lookup read %d units; %d hold the address", n, holding)
+	}
+	t.Logf("%d call sites in %d unit ranges; the first lookup read %d units", len(returns), l.Units(), lazy.Decoded())
+
+	step := max(1, len(returns)/limit)
+	for i := 0; i < len(returns); i += step {
+		pc := returns[i]
+		for _, q := range []uint64{pc, pc + 1} {
+			a, okA := lazy.At(q)
+			b, okB := whole.At(q)
+			if a != b || okA != okB {
+				t.Fatalf("At(%#x): lazy %+v %v, whole %+v %v", q, a, okA, b, okB)
+			}
+		}
+	}
+	byReturn := func(a, b CallSite) int { return cmp.Compare(a.ReturnPC, b.ReturnPC) }
+	funcs := slices.Sorted(maps.Keys(whole.tails))
+	step = max(1, len(funcs)/limit)
+	for i := 0; i < len(funcs); i += step {
+		a := slices.SortedFunc(slices.Values(lazy.TailCalls(funcs[i])), byReturn)
+		b := slices.SortedFunc(slices.Values(whole.TailCalls(funcs[i])), byReturn)
+		if !slices.Equal(a, b) {
+			t.Fatalf("TailCalls(%#x):\n lazy  %+v\n whole %+v", funcs[i], a, b)
+		}
+	}
+	// Chains: from each call of a function that makes tail calls, to each
+	// function two jumps or fewer from it.
+	names := map[string]uint64{}
+	syms, _ := f.Symbols()
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			names[s.Name] = s.Value
+		}
+	}
+	resolve := func(name string) uint64 { return names[name] }
+	target := func(s CallSite) uint64 {
+		if s.Target == 0 {
+			return resolve(s.TargetName)
+		}
+		return s.Target
+	}
+	chains, compared := 0, 0
+	for _, pc := range returns {
+		site := whole.byReturn[pc]
+		callees := map[uint64]bool{}
+		for _, t1 := range whole.tails[target(site)] {
+			callees[target(t1)] = true
+			for _, t2 := range whole.tails[target(t1)] {
+				callees[target(t2)] = true
+			}
+		}
+		delete(callees, 0)
+		for callee := range callees {
+			isCallee := func(entry uint64, name string) bool {
+				if entry == 0 {
+					entry = resolve(name)
+				}
+				return entry == callee
+			}
+			a := lazy.TailChain(site, resolve, isCallee)
+			b := whole.TailChain(site, resolve, isCallee)
+			if !slices.Equal(a, b) {
+				t.Fatalf("TailChain from the call returning to %#x to %#x:\n lazy  %+v\n whole %+v", pc, callee, a, b)
+			}
+			if compared++; len(b) > 0 {
+				chains++
+			}
+		}
+		if compared >= limit {
+			break
+		}
+	}
+	if chains == 0 {
+		t.Errorf("%d chains compared, none found: the comparison proves little", compared)
+	}
+	t.Logf("%d chains compared, %d non-empty; %d units read in all", compared, chains, lazy.Decoded())
+}
+
+// TestLazyCallSitesTailcall compares lazy and whole call sites of the
+// tail-call fixture, DWARF 5 and DWARF 4 (GNU call sites).
+func TestLazyCallSitesTailcall(t *testing.T) {
+	for _, g := range []string{"-gdwarf-5", "-gdwarf-4"} {
+		t.Run(g, func(t *testing.T) {
+			f, err := elf.Open(buildTailcall(t, g))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			compareLazyCallSites(t, f, 1000)
+		})
+	}
+}
+
+// TestLazyCallSitesLibc does the same on libc's debug file, where the
+// first lookup must read a few of its 2,000 units.
+func TestLazyCallSitesLibc(t *testing.T) {
+	_, df, _ := openLibcDebug(t)
+	compareLazyCallSites(t, df.File, 2000)
+}
+
+// TestCallSitesNoWait: the NoWait lookups start the unit in the background
+// and then give the waiting lookups' answers.
+func TestCallSitesNoWait(t *testing.T) {
+	f, err := elf.Open(buildTailcall(t, "-g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := NewLines(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lazy, err := NewCallSitesFromLines(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole, err := NewCallSites(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sym := funcSyms(t, f)
+	var call CallSite
+	for _, s := range whole.byReturn {
+		if s.Func == sym["spin_caller"].Value && !s.TailCall {
+			call = s
+		}
+	}
+	isSpin := func(entry uint64, name string) bool { return entry == sym["spin_here"].Value }
+	if _, _, ready := lazy.AtNoWait(call.ReturnPC); ready {
+		t.Fatal("AtNoWait ready before any unit was read")
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, ok, ready := lazy.AtNoWait(call.ReturnPC)
+		if ready {
+			if !ok || s != call {
+				t.Fatalf("AtNoWait: %+v %v, want %+v", s, ok, call)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("AtNoWait never ready")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	chain, ready := lazy.TailChainNoWait(call, nil, isSpin)
+	if want := whole.TailChain(call, nil, isSpin); !ready || len(want) != 2 || !slices.Equal(chain, want) {
+		t.Errorf("TailChainNoWait: %+v ready %v, want %+v", chain, ready, want)
+	}
+	if lazy.Decoded() != 1 {
+		t.Errorf("%d units read, want the fixture's one", lazy.Decoded())
+	}
 }

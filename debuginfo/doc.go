@@ -37,13 +37,16 @@
 // explains why a damaged or concurrent cache never gives a wrong answer.
 //
 // CallSites (callsites.go) reads an object's DWARF call-site records
-// (DW_TAG_call_site, DW_TAG_GNU_call_site) in one scan that skips every
-// subtree that cannot hold one (libc's debug file: about a second, most of
-// it decompression). TailChain finds, for a caller's call and the function
-// its callee frame is in, the one chain of tail calls between them: the
-// frames gdb calls "tailcall", which no return address on the stack
-// records. The sampler builds it once per module, in the background for
-// the periodic engine.
+// (DW_TAG_call_site, DW_TAG_GNU_call_site), skipping every subtree that
+// cannot hold one. Built on a lazy Lines (NewCallSitesFromLines) it is
+// lazy too (callsites_lazy.go): a lookup reads the units whose
+// .debug_aranges ranges hold its address (a call's, or a function's entry
+// while a chain is searched), each once; AtNoWait and TailChainNoWait
+// start a missing unit in the background, like FramesNoWait. Without
+// .debug_aranges every unit is read in one scan. TailChain finds, for a
+// caller's call and the function its callee frame is in, the one chain of
+// tail calls between them: the frames gdb calls "tailcall", which no
+// return address on the stack records.
 //
 // GoTable reads .gopclntab with debug/gosym for Go programs whose DWARF
 // was stripped (-ldflags=-w): function name and file:line, no inlining

@@ -49,6 +49,18 @@ func FuzzLines(f *testing.F) {
 			l.Frames(u.lo, nil)
 			l.Frames(u.lo+(u.hi-u.lo)/2, nil)
 		}
+		cs, err := NewCallSitesFromLines(l)
+		if err != nil {
+			return
+		}
+		for _, u := range l.units {
+			for pc := u.lo; pc < u.hi && pc < u.lo+256; pc++ {
+				if s, ok := cs.At(pc + 1); ok {
+					cs.TailChain(s, nil, func(uint64, string) bool { return false })
+				}
+			}
+			cs.TailCalls(u.lo)
+		}
 	})
 }
 
@@ -82,8 +94,8 @@ void _start(void) { g = leaf(g); for (;;) ; }
 // FuzzLazyUnits feeds mutated .debug_aranges/.debug_info/.debug_abbrev/
 // .debug_line bytes (seeded from a one-unit program) through the lazy
 // path, in an ELF file made around them: the aranges index, unit headers,
-// the padded unit images and the lookups. Errors are fine; panics and
-// reads out of range are not.
+// the padded unit images and the lookups, of lines and of call sites.
+// Errors are fine; panics and reads out of range are not.
 func FuzzLazyUnits(f *testing.F) {
 	fuzzbudget.Limit(f) // structured binary inputs: bound minimisation
 	bin := buildTiny(f)
@@ -118,6 +130,18 @@ func FuzzLazyUnits(f *testing.F) {
 		for _, u := range l.units {
 			l.Frames(u.lo, nil)
 			l.Frames(u.lo+(u.hi-u.lo)/2, nil)
+		}
+		cs, err := NewCallSitesFromLines(l)
+		if err != nil {
+			return
+		}
+		for _, u := range l.units {
+			for pc := u.lo; pc < u.hi && pc < u.lo+256; pc++ {
+				if s, ok := cs.At(pc + 1); ok {
+					cs.TailChain(s, nil, func(uint64, string) bool { return false })
+				}
+			}
+			cs.TailCalls(u.lo)
 		}
 	})
 }

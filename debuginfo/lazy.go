@@ -307,38 +307,3 @@ func imageBuffer(n uint64) ([]byte, func(), error) {
 	}
 	return b, func() { unix.Munmap(b) }, nil
 }
-
-// allUnits reads every section whole and returns the DWARF of all units, for
-// what must see every unit at once (call sites: a tail call's chain runs
-// through any function of the object). It costs what the lazy path saves,
-// so only a reader that needs all units calls it, never a lookup.
-func (z *lazyDWARF) allUnits() (*dwarf.Data, error) {
-	info, err := z.info.all()
-	if err != nil {
-		return nil, &FormatError{".debug_info", -1, err}
-	}
-	abbrev, err := z.abbrev.all()
-	if err != nil {
-		return nil, &FormatError{".debug_abbrev", -1, err}
-	}
-	line, err := z.line.all()
-	if err != nil {
-		return nil, &FormatError{".debug_line", -1, err}
-	}
-	whole, err := z.wholeData()
-	if err != nil {
-		return nil, err
-	}
-	d, err := dwarf.New(abbrev, nil, nil, info, line, nil, whole[1], whole[0])
-	if err != nil {
-		return nil, &FormatError{".debug_info", -1, err}
-	}
-	for i, name := range wholeSections[2:] {
-		if b := whole[2+i]; len(b) > 0 {
-			if err := d.AddSection(name, b); err != nil {
-				return nil, &FormatError{name, -1, err}
-			}
-		}
-	}
-	return d, nil
-}

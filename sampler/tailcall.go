@@ -25,7 +25,9 @@ import (
 // SymbolOptions.NoLines turns it off. The call sites of a module are read
 // once, in the background under AsyncLines (until then the stack is
 // pending, like one whose lines are not ready: see symbolizeFrames) and
-// synchronously for dump.
+// synchronously for dump. When the line index reads units one by one, so
+// do the call sites: a unit's are read at the first stack that needs them
+// (in the background under AsyncLines, the stack pending until then).
 
 // tailCalls caches each module's call sites and, for callees in other
 // modules, its symbol names.
@@ -161,7 +163,17 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	if cs == nil {
 		return out
 	}
-	site, ok := cs.At(caller.PC - em.Bias)
+	var site debuginfo.CallSite
+	if opt.AsyncLines {
+		// A lazy index reads the call's unit in the background.
+		site, ok, ready = cs.AtNoWait(caller.PC - em.Bias)
+		if !ready {
+			*pending = true
+			return out
+		}
+	} else {
+		site, ok = cs.At(caller.PC - em.Bias)
+	}
 	if !ok {
 		return out
 	}
@@ -208,7 +220,13 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 			ready = ready && loaded
 			return v
 		}
-		chain = cs.TailChain(site, resolve, isCallee)
+		if opt.AsyncLines {
+			var sitesReady bool
+			chain, sitesReady = cs.TailChainNoWait(site, resolve, isCallee)
+			ready = ready && sitesReady
+		} else {
+			chain = cs.TailChain(site, resolve, isCallee)
+		}
 		if !ready && len(chain) == 0 {
 			*pending = true
 		}
@@ -229,8 +247,9 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	return out
 }
 
-// readiness counts the modules whose call sites are read: resolveLate
-// names pending stacks again only when this or the lines' readiness moved.
+// readiness counts the modules whose call sites are read and the units
+// read by lazy ones: resolveLate names pending stacks again only when this
+// or the lines' readiness moved.
 func (tc *tailCalls) readiness() int64 {
 	if tc == nil {
 		return 0
@@ -242,6 +261,9 @@ func (tc *tailCalls) readiness() int64 {
 		select {
 		case <-mc.done:
 			n++
+			if mc.sites != nil {
+				n += mc.sites.Decoded()
+			}
 		default:
 		}
 	}

@@ -1,0 +1,93 @@
+package sampler
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"stacktop/internal/targets"
+	"stacktop/profile"
+	"stacktop/ptrace"
+	"stacktop/unwind"
+)
+
+// TestTailCallsAsync: under AsyncLines the tail-call frames come late (the
+// call sites' units load in the background, the stack pending until then)
+// but end up as dump's, which waits for them.
+func TestTailCallsAsync(t *testing.T) {
+	needRoot(t)
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "tailcall")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	tg := targets.StartCommand(t, bin)
+	select {
+	case <-tg.Ready():
+	case <-time.After(targets.ReadyTimeout):
+		t.Fatalf("not ready: %s", tg.Output())
+	}
+	time.Sleep(100 * time.Millisecond) // the threads reach their waits
+	target := openTarget(t, tg.PID())
+	var walks [][]unwind.Frame
+	if err := target.proc.SampleEach(target.proc.Threads(), target.opts.StackWindow, func(i int, s *ptrace.Sample, err error) bool {
+		if err == nil {
+			target.sample = *s
+			walks = append(walks, append([]unwind.Frame(nil), target.walk().Frames...))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Each way starts from nothing loaded.
+	fresh := func() {
+		target.syms.close()
+		target.syms, target.tails = newSymbolizer(), &tailCalls{}
+	}
+	fresh()
+	var want [][]profile.Frame
+	tails := 0
+	for _, w := range walks {
+		fr, pending := target.symbolizeFrames(w, SymbolOptions{})
+		if pending {
+			t.Fatal("a waiting symbolisation left frames pending")
+		}
+		for _, f := range fr {
+			if f.Method == unwind.MethodTailCall.String() {
+				tails++
+			}
+		}
+		want = append(want, fr)
+	}
+	if tails == 0 {
+		t.Fatalf("no tail-call frames in %d stacks: the test proves nothing", len(walks))
+	}
+	fresh()
+	async := SymbolOptions{AsyncLines: true}
+	pendingSeen := false
+	for i, w := range walks {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			fr, pending := target.symbolizeFrames(w, async)
+			if !pending {
+				if !slices.EqualFunc(fr, want[i], func(a, b profile.Frame) bool { return a == b }) {
+					t.Errorf("stack %d:\n async %+v\n dump  %+v", i, fr, want[i])
+				}
+				break
+			}
+			pendingSeen = true
+			if time.Now().After(deadline) {
+				t.Fatalf("stack %d still pending", i)
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	if !pendingSeen {
+		t.Error("nothing was pending under AsyncLines: the background path was not exercised")
+	}
+	t.Logf("%d stacks, %d tail-call frames", len(walks), tails)
+}
