@@ -77,6 +77,7 @@ type Thread struct {
 	Name      string
 	PID       int // the thread's process; 0 means Profile.PID (see Merge)
 	Samples   int64
+	Truncated int64 // of Samples, those that did not reach the outermost frame
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration
 	// LastTruncated tells whether the last stack did not reach the
@@ -268,6 +269,7 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 	p.Samples += w
 	if th.LastTruncated {
 		p.Truncated += w
+		th.Truncated += w
 	}
 	p.uses[th.LastStack]++
 }

@@ -72,6 +72,10 @@ type processGroup struct {
 	errs     []error
 	running  int // engines whose Run has not returned
 	wg       sync.WaitGroup
+
+	// merger keeps the merged stack ids stable from one profile() to the
+	// next, so top's "since reset" subtracts the right stacks.
+	merger profile.Merger
 }
 
 func newProcessGroup(tr *ptrace.Tracer, f *samplingFlags, opts sampler.EngineOptions, first *session) *processGroup {
@@ -218,7 +222,8 @@ func (fl *processGroup) close() {
 	}
 }
 
-// profile merges the engines' profiles into one.
+// profile merges the engines' profiles into one, a stack keeping its id
+// across calls (see profile.Merger).
 func (fl *processGroup) profile() *profile.Profile {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -226,7 +231,7 @@ func (fl *processGroup) profile() *profile.Profile {
 	for i, s := range fl.sessions {
 		ps[i] = s.engine.Snapshot()
 	}
-	return profile.Merge(ps...)
+	return fl.merger.Merge(ps...)
 }
 
 // stats sums the engines' counters for the summary: counts add up; the
