@@ -39,7 +39,8 @@ type Merger struct {
 }
 
 // Merge is the package's Merge with the Merger's stable ids. Unlike it, it
-// also returns a copy for a single profile.
+// also returns a copy for a single profile (its Command unchanged), so the
+// ids stay put when a second process joins.
 func (m *Merger) Merge(ps ...*Profile) *Profile {
 	if len(ps) == 0 {
 		return New(0, "", time.Time{}, 0)
@@ -76,7 +77,10 @@ func (m *Merger) Merge(ps ...*Profile) *Profile {
 	// describes how the samples were taken); its contents start empty.
 	first := *ps[0]
 	out := &first
-	out.Command, out.Start = strings.Join(cmds, "; "), start
+	out.Start = start
+	if len(ps) > 1 { // one keeps its own
+		out.Command = strings.Join(cmds, "; ")
+	}
 	n := len(m.acc.Stacks)
 	out.Stacks, out.methods = m.acc.Stacks[:n:n], m.acc.methods[:n:n]
 	out.uses = make([]int64, n)

@@ -185,6 +185,9 @@ func TestMergerStableIDs(t *testing.T) {
 			t.Errorf("stack %d: %d samples since the first merge", id, n)
 		}
 	}
+	if one := m.Merge(a.Snapshot()); one.Command != "a" || one.Aggregate(0).Total != a.Samples {
+		t.Errorf("merger of one profile: command %q, %d samples; want a, %d", one.Command, one.Aggregate(0).Total, a.Samples)
+	}
 	// SetFrames in an input shows in the next merge, under the same id.
 	full := stack("fa", "main")
 	full[0].Line = 7
