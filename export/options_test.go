@@ -2,6 +2,7 @@ package export
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -114,5 +115,41 @@ func TestSpeedscopeUnits(t *testing.T) {
 	}
 	if strings.Contains(buf.String(), `"unit":"none"`) {
 		t.Errorf("unit none written")
+	}
+}
+
+// TestThreadsOptionFolded: --threads roots the folded samples (see
+// profile.KeepTimeline) too, as record folds under --threads.
+func TestThreadsOptionFolded(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	p := profile.New(42, "x", t0, 10*time.Millisecond)
+	p.KeepTimeline(time.Second)
+	fr := func(names ...string) []profile.Frame {
+		out := make([]profile.Frame, len(names))
+		for i, n := range names {
+			out[i] = profile.Frame{PC: uint64(0x1000 + i), Function: n}
+		}
+		return out
+	}
+	for i := 0; i < 10000; i++ {
+		at := t0.Add(time.Duration(i) * 10 * time.Millisecond)
+		p.Add(profile.Sample{TID: 1, ThreadName: "hot", Time: at, Frames: fr("spin", "main")})
+		cold := fr("poll", "main")
+		if i < 200 { // only in the folded part
+			cold = fr("wait", "main")
+		}
+		p.Add(profile.Sample{TID: 2, ThreadName: "cold", Time: at, Frames: cold})
+	}
+	if len(p.Folded) == 0 {
+		t.Fatal("nothing was folded: the test needs a folded profile")
+	}
+	var buf bytes.Buffer
+	if err := WriteOptions(&buf, p.Snapshot(), FormatFolded, Options{Threads: true}); err != nil {
+		t.Fatal(err)
+	}
+	got := parseFolded(t, buf.String())
+	want := map[string]int64{"hot 1;main;spin": 10000, "cold 2;main;wait": 200, "cold 2;main;poll": 9800}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("folded --threads of a folded profile: %v, want %v", got, want)
 	}
 }

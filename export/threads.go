@@ -18,37 +18,52 @@ func threadRootName(name string, tid int) string {
 // ThreadRooted returns a copy of p in which every stack has one more
 // outermost frame, "NAME TID" of the thread it was sampled on, so the
 // formats that draw one tree (folded, svg) split it by thread. p is not
-// modified; stacks are interned per (stack, thread) pair.
+// modified; stacks are interned per (stack, thread) pair, for the events
+// and the folded samples (see profile.KeepTimeline) alike.
 func ThreadRooted(p *profile.Profile) *profile.Profile {
 	q := *p
 	q.Stacks = nil
 	q.Events = make([]profile.Event, 0, len(p.Events))
+	q.Folded = make([]profile.FoldedCount, 0, len(p.Folded))
 	type key struct {
 		stack int32
 		tid   int32
 	}
 	ids := map[key]int32{}
-	for _, e := range p.Events {
-		if int(e.Stack) < 0 || int(e.Stack) >= len(p.Stacks) {
-			continue
+	// rooted returns the id of stack rooted at thread tid; ok is false
+	// for a stack id p does not hold.
+	rooted := func(stack, tid int32) (int32, bool) {
+		if int(stack) < 0 || int(stack) >= len(p.Stacks) {
+			return 0, false
 		}
-		k := key{e.Stack, e.TID}
+		k := key{stack, tid}
 		id, ok := ids[k]
 		if !ok {
 			name := ""
-			if th := p.Threads[int(e.TID)]; th != nil {
+			if th := p.Threads[int(tid)]; th != nil {
 				name = th.Name
 			}
-			frames := p.Stacks[e.Stack]
+			frames := p.Stacks[stack]
 			st := make([]profile.Frame, len(frames), len(frames)+1)
 			copy(st, frames)
-			st = append(st, profile.Frame{Function: threadRootName(name, int(e.TID))})
+			st = append(st, profile.Frame{Function: threadRootName(name, int(tid))})
 			id = int32(len(q.Stacks))
 			q.Stacks = append(q.Stacks, st)
 			ids[k] = id
 		}
-		e.Stack = id
-		q.Events = append(q.Events, e)
+		return id, true
+	}
+	for _, f := range p.Folded {
+		if id, ok := rooted(f.Stack, f.TID); ok {
+			f.Stack = id
+			q.Folded = append(q.Folded, f)
+		}
+	}
+	for _, e := range p.Events {
+		if id, ok := rooted(e.Stack, e.TID); ok {
+			e.Stack = id
+			q.Events = append(q.Events, e)
+		}
 	}
 	return &q
 }

@@ -56,6 +56,9 @@ func (p *Profile) Aggregate(from time.Duration) *Aggregate {
 }
 
 func (a *Aggregate) add(tid int, stack int32, w int64) {
+	if int(stack) < 0 || int(stack) >= len(a.Counts) {
+		return // not a stack of this profile: a copy that forgot to remap it
+	}
 	a.Counts[stack] += w
 	a.Total += w
 	a.ThreadCounts[tid] += w

@@ -21,6 +21,10 @@
 //
 // Merge joins the snapshots of several processes' profiles into one
 // (record and top with several -p): each Thread keeps its process in PID.
+// A Merger merges successive snapshots of the same processes with stable
+// stack ids, so an earlier merge's Aggregate subtracts from a later one.
+// Every copy that re-numbers or drops stacks or threads (Merge,
+// SelectThreads, export's ThreadRooted) treats Folded like Events.
 // SelectThreads keeps some threads of a snapshot (--thread-name).
 //
 // Stacks are leaf first, as in pprof: Frames[0] is the innermost frame.

@@ -13,13 +13,43 @@ import (
 // thread keeps its process in Thread.PID. TIDs are unique across the
 // system while the threads live, so threads stay apart. The inputs are
 // not modified; the result is read-only, like a Snapshot. Merge of one
-// profile returns it.
+// profile returns it. To merge successive snapshots of the same growing
+// profiles with stable stack ids, use a Merger.
 func Merge(ps ...*Profile) *Profile {
 	if len(ps) == 1 {
 		return ps[0]
 	}
+	var m Merger
+	return m.Merge(ps...)
+}
+
+// Merger merges successive snapshots of the same profiles, given in the
+// same order each time (more may be appended), with stable stack ids: a
+// stack keeps the id it got at its first merge, so an Aggregate of an
+// earlier merge (top's reset base, see Aggregate.Minus) names the same
+// stacks as a later one. Merge alone interns the first profile's stacks
+// first, so a new stack in it would shift the ids of the others'. The zero
+// Merger is ready; it is not safe for concurrent use.
+type Merger struct {
+	acc *Profile // only its interned stacks, index and methods are used
+	// ids[i][j] is the merged id of stack j of input i; seen[i][j] the
+	// frames it had then, to tell a later SetFrames.
+	ids  [][]int32
+	seen [][][]Frame
+}
+
+// Merge is the package's Merge with the Merger's stable ids. Unlike it, it
+// also returns a copy for a single profile (its Command unchanged), so the
+// ids stay put when a second process joins.
+func (m *Merger) Merge(ps ...*Profile) *Profile {
 	if len(ps) == 0 {
 		return New(0, "", time.Time{}, 0)
+	}
+	if m.acc == nil {
+		m.acc = New(0, "", time.Time{}, 0)
+	}
+	for len(m.ids) < len(ps) {
+		m.ids, m.seen = append(m.ids, nil), append(m.seen, nil)
 	}
 	start := ps[0].Start
 	var cmds []string
@@ -29,22 +59,41 @@ func Merge(ps ...*Profile) *Profile {
 		}
 		cmds = append(cmds, "pid "+strconv.Itoa(p.PID)+": "+p.Command)
 	}
+	// Intern every input's new stacks, and follow SetFrames of old ones.
+	for i, p := range ps {
+		for j, st := range p.Stacks {
+			if j < len(m.ids[i]) {
+				if !sameFrames(m.seen[i][j], st) {
+					m.acc.SetFrames(m.ids[i][j], st)
+					m.seen[i][j] = st
+				}
+				continue
+			}
+			m.ids[i] = append(m.ids[i], m.acc.intern(st))
+			m.seen[i] = append(m.seen[i], st)
+		}
+	}
 	// A copy of the first keeps its settings (Period, and whatever else
 	// describes how the samples were taken); its contents start empty.
 	first := *ps[0]
 	out := &first
-	out.Command, out.Start = strings.Join(cmds, "; "), start
-	out.Stacks, out.Events, out.Threads = nil, nil, map[int]*Thread{}
+	out.Start = start
+	if len(ps) > 1 { // one keeps its own
+		out.Command = strings.Join(cmds, "; ")
+	}
+	n := len(m.acc.Stacks)
+	out.Stacks, out.methods = m.acc.Stacks[:n:n], m.acc.methods[:n:n]
+	out.uses = make([]int64, n)
+	m.acc.shared = true // out shares the arrays: SetFrames copies them
+	out.Events, out.Threads, out.Folded = nil, map[int]*Thread{}, nil
 	out.Samples, out.Truncated, out.Missed, out.Errors = 0, 0, 0, 0
-	out.index, out.keyBuf, out.methods, out.uses = map[string]int32{}, nil, nil, nil
-	out.sealed, out.end = 0, 0
-	for _, p := range ps {
+	out.sealed, out.end, out.FoldedUntil = 0, 0, 0
+	for i, p := range ps {
 		shift := p.Start.Sub(start)
-		ids := make([]int32, len(p.Stacks))
-		for i, st := range p.Stacks {
-			ids[i] = out.intern(st)
-			if i < len(p.uses) {
-				out.uses[ids[i]] += p.uses[i]
+		ids := m.ids[i]
+		for j := range p.Stacks {
+			if j < len(p.uses) {
+				out.uses[ids[j]] += p.uses[j]
 			}
 		}
 		for _, e := range p.Events {
@@ -54,6 +103,18 @@ func Merge(ps ...*Profile) *Profile {
 			e.Time += shift
 			e.Stack = ids[e.Stack]
 			out.Events = append(out.Events, e)
+		}
+		// Folded samples all precede their profile's FoldedUntil; the
+		// latest of those, shifted, bounds them all.
+		for _, f := range p.Folded {
+			if int(f.Stack) < 0 || int(f.Stack) >= len(ids) {
+				continue
+			}
+			f.Stack = ids[f.Stack]
+			out.Folded = append(out.Folded, f)
+		}
+		if len(p.Folded) > 0 {
+			out.FoldedUntil = max(out.FoldedUntil, p.FoldedUntil+shift)
 		}
 		for tid, th := range p.Threads {
 			t := *th
@@ -88,6 +149,12 @@ func Merge(ps ...*Profile) *Profile {
 	return out
 }
 
+// sameFrames tells whether a and b are the same stored stack (SetFrames
+// stores a new slice; interned stacks are never modified in place).
+func sameFrames(a, b []Frame) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
 // SelectThreads returns a read-only copy of p holding only the samples of
 // the threads keep accepts (--thread-name), with the counters of the
 // samples kept. Stacks are shared with p.
@@ -103,10 +170,17 @@ func (p *Profile) SelectThreads(keep func(*Thread) bool) *Profile {
 	q.Samples, q.Truncated = 0, 0
 	for _, th := range q.Threads {
 		q.Samples += th.Samples
+		q.Truncated += th.Truncated
 	}
 	for _, e := range p.Events {
 		if q.Threads[int(e.TID)] != nil {
 			q.Events = append(q.Events, e)
+		}
+	}
+	q.Folded = nil
+	for _, f := range p.Folded {
+		if q.Threads[int(f.TID)] != nil {
+			q.Folded = append(q.Folded, f)
 		}
 	}
 	q.sealed = len(q.Events)

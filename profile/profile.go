@@ -77,6 +77,7 @@ type Thread struct {
 	Name      string
 	PID       int // the thread's process; 0 means Profile.PID (see Merge)
 	Samples   int64
+	Truncated int64 // of Samples, those that did not reach the outermost frame
 	LastStack int32 // index into Stacks, -1 if none yet
 	LastTime  time.Duration
 	// LastTruncated tells whether the last stack did not reach the
@@ -178,6 +179,13 @@ func (p *Profile) intern(frames []Frame) int32 {
 // with frames of the same sampled addresses that say more: the stack was
 // added before its objects' line tables were ready, and now they are. The
 // old frames are not modified: snapshots taken before keep them.
+//
+// The index learns the new frames' key, so a later sample with them gets
+// id rather than a second id holding the same frames; the old key keeps
+// naming id too (a sample still lacking the lines is the same stack). If
+// the new key already names another stack (one interned with the complete
+// frames before this call), that mapping stays: ids never move, and every
+// later sample with those frames keeps going to that one stack.
 func (p *Profile) SetFrames(id int32, frames []Frame) {
 	if id < 0 || int(id) >= len(p.Stacks) {
 		return
@@ -189,6 +197,12 @@ func (p *Profile) SetFrames(id int32, frames []Frame) {
 	}
 	p.Stacks[id] = append([]Frame(nil), frames...)
 	p.methods[id] = methodTally(frames)
+	if p.index != nil {
+		p.keyBuf = appendStackKey(p.keyBuf[:0], frames)
+		if _, ok := p.index[string(p.keyBuf)]; !ok {
+			p.index[string(p.keyBuf)] = id
+		}
+	}
 }
 
 // methodTally counts frames by unwind method.
@@ -255,6 +269,7 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 	p.Samples += w
 	if th.LastTruncated {
 		p.Truncated += w
+		th.Truncated += w
 	}
 	p.uses[th.LastStack]++
 }

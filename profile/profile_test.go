@@ -209,4 +209,27 @@ func TestSetFramesAfterSnapshot(t *testing.T) {
 	if len(p.Stacks) != 1 {
 		t.Fatalf("%d stacks, want 1", len(p.Stacks))
 	}
+	// And added with the complete frames, too: the index knows them.
+	if th := p.Add(Sample{TID: 1, Time: start.Add(2 * time.Millisecond), Frames: full}); th.LastStack != 0 || len(p.Stacks) != 1 {
+		t.Fatalf("the complete frames went to stack %d of %d, want the replaced stack 0", th.LastStack, len(p.Stacks))
+	}
+}
+
+// TestSetFramesKeyTaken: when the complete frames were interned already
+// (another id), SetFrames keeps that id for them: one answer, no move.
+func TestSetFramesKeyTaken(t *testing.T) {
+	start := time.Unix(1000, 0)
+	p := New(42, "t", start, 10*time.Millisecond)
+	full := stack("leaf", "main")
+	full[0].Line = 7
+	full = append([]Frame{{PC: full[0].PC, Function: "inlined", Inlined: true}}, full...)
+	a := p.Add(Sample{TID: 1, Time: start, Frames: stack("leaf", "main")}).LastStack
+	b := p.Add(Sample{TID: 2, Time: start, Frames: full}).LastStack
+	p.SetFrames(a, full)
+	if got := p.Add(Sample{TID: 1, Time: start.Add(time.Millisecond), Frames: full}).LastStack; got != b {
+		t.Fatalf("complete frames went to stack %d, want %d (interned with them first)", got, b)
+	}
+	if got := p.Add(Sample{TID: 1, Time: start.Add(2 * time.Millisecond), Frames: stack("leaf", "main")}).LastStack; got != a {
+		t.Fatalf("the old frames went to stack %d, want %d", got, a)
+	}
 }

@@ -75,6 +75,10 @@ type processGroup struct {
 	wg       sync.WaitGroup
 	cancel   context.CancelFunc // ends every engine; set by run
 	panicked *groupPanic        // the first engine's panic, re-raised by run
+
+	// merger keeps the merged stack ids stable from one profile() to the
+	// next, so top's "since reset" subtracts the right stacks.
+	merger profile.Merger
 }
 
 // groupPanic is an engine's panic, carried to run's caller: raised there,
@@ -250,7 +254,8 @@ func (fl *processGroup) close() {
 	}
 }
 
-// profile merges the engines' profiles into one.
+// profile merges the engines' profiles into one, a stack keeping its id
+// across calls (see profile.Merger).
 func (fl *processGroup) profile() *profile.Profile {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
@@ -258,7 +263,7 @@ func (fl *processGroup) profile() *profile.Profile {
 	for i, s := range fl.sessions {
 		ps[i] = s.engine.Snapshot()
 	}
-	return profile.Merge(ps...)
+	return fl.merger.Merge(ps...)
 }
 
 // stats sums the engines' counters for the summary: counts add up; the
