@@ -42,9 +42,15 @@ type Layout struct {
 	bufSP, bufPC, bufBP uint64 // runtime.gobuf
 }
 
-// Load reads the layout of the Go runtime from an executable.
-func Load(f *elf.File) (*Layout, error) {
-	l := &Layout{}
+// Load reads the layout of the Go runtime from an executable. Its ELF and
+// DWARF are untrusted input: a malformed file is an error, never a panic.
+func Load(f *elf.File) (l *Layout, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			l, err = nil, fmt.Errorf("gort: malformed executable: %v", r)
+		}
+	}()
+	l = &Layout{}
 	switch f.Machine {
 	case elf.EM_X86_64:
 		l.Arch = regs.AMD64
