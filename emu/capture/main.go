@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,8 +119,10 @@ func run(name string, args ...string) error {
 }
 
 // stacktopChecks runs the real CLI against the SFrame fixture: a dump,
-// then a short record printed as folded stacks. Both must show the deep
-// thread's known chain. A dump that says some stack is truncated (exit
+// then a short record printed as folded stacks. Both must show every
+// spinning thread's known chain (the record as consecutive frames of one
+// stack), the big thread's included: its caller is beyond the copied
+// window, and on s390x its frame 0 saved registers in FPRs. A dump that says some stack is truncated (exit
 // status 1) passes: the main thread waits in libc, which has no .sframe.
 func stacktopChecks(fixtures []string) error {
 	fixture := fixtures[0]
@@ -134,7 +137,6 @@ func stacktopChecks(fixtures []string) error {
 	}
 	defer unix.Kill(pid, unix.SIGKILL)
 	p := strconv.Itoa(pid)
-	want := []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}
 	for _, args := range [][]string{
 		{"dump", "-p", p},
 		{"record", "-p", p, "--duration", "2s", "--rate", "20", "--format", "folded", "-o", "-", "-q"},
@@ -149,9 +151,19 @@ func stacktopChecks(fixtures []string) error {
 		if err != nil && !(args[0] == "dump" && errors.As(err, &ee) && ee.ExitCode() == 1) {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
-		for _, name := range want {
-			if !bytes.Contains(out.Bytes(), []byte(name)) {
-				return fmt.Errorf("%s: output lacks %s", args[0], name)
+		for _, e := range spinThreads {
+			for _, name := range e.chain {
+				if !bytes.Contains(out.Bytes(), []byte(name)) {
+					return fmt.Errorf("%s: output lacks %s (thread %s)", args[0], name, e.comm)
+				}
+			}
+			if args[0] != "record" {
+				continue
+			}
+			folded := slices.Clone(e.chain)
+			slices.Reverse(folded)
+			if !bytes.Contains(out.Bytes(), []byte(strings.Join(folded, ";"))) {
+				return fmt.Errorf("record: no stack with %s (thread %s)", strings.Join(folded, ";"), e.comm)
 			}
 		}
 	}
@@ -225,6 +237,8 @@ type expectation struct {
 var spinThreads = []expectation{
 	{"deep", []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}},
 	{"leaf", []string{"spin_leaf", "leaf_caller", "leaf_thread"}},
+	// A leaf with 40 KiB of locals: its caller is beyond the 16 KiB window.
+	{"big", []string{"spin_bigleaf", "big_caller", "big_thread"}},
 }
 
 // callerMethod is the method every caller in the known chain must come
@@ -383,13 +397,15 @@ func testFixture(tr *ptrace.Tracer, fixture string, rounds int, snapshots bool) 
 		return err
 	}
 	want := callerMethod(t.name)
+	live := ptrace.NewMemory(pid)
+	defer live.Close()
 	var firstErr error
 	for round := 0; round < rounds; round++ {
 		last := round == rounds-1
 		if last {
 			fmt.Printf("=== dump of %s (pid %d), round %d\n", t.name, pid, round)
 		}
-		if err := checkRound(proc, t, pac, want, last, snapshots && last); err != nil && firstErr == nil {
+		if err := checkRound(proc, t, live, pac, want, last, snapshots && last); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("round %d: %w", round, err)
 		}
 		time.Sleep(30 * time.Millisecond)
@@ -402,7 +418,7 @@ func comm(pid, tid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method, print, snapshots bool) error {
+func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64, want unwind.Method, print, snapshots bool) error {
 	if err := proc.Freeze(); err != nil {
 		return err
 	}
@@ -435,7 +451,9 @@ func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method,
 		c := comm(proc.PID(), s.TID)
 		stack := t.stackOf(s.StackAddr)
 		opts := Options(s.Regs.Arch, t.mods, stack, pac)
-		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack}
+		// Beyond the copied window the walk reads the live stack, as the
+		// sampler does: the outer frames of a spinning thread do not change.
+		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live}
 		st := unwind.Walk(s.Regs, win, t.mods, opts)
 		if print {
 			fprs := ""
@@ -455,7 +473,9 @@ func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method,
 				errs = append(errs, fmt.Errorf("thread %s: %w", c, err))
 				continue
 			}
-			if snapshots {
+			// A snapshot holds only the copied window: the big thread's
+			// caller is beyond it, so it would not replay.
+			if snapshots && e.comm != "big" {
 				if err := emitSnapshot(t, s, st, stack, pac, c); err != nil {
 					errs = append(errs, err)
 				}
