@@ -205,6 +205,14 @@ type Switcher struct {
 	l    *Layout
 	bias uint64
 	buf  [8]byte
+	// entry is the frame a morestack switch just returned (f at its
+	// entry), whose caller the next call steps; zero when none.
+	entry entryFrame
+}
+
+type entryFrame struct {
+	pc, sp, bp uint64
+	bounds     unwind.StackBounds
 }
 
 var _ unwind.StackSwitcher = (*Switcher)(nil)
@@ -230,11 +238,32 @@ type goroutine struct {
 //     caller, as here.
 //   - morestack saved the PC, SP and BP of the function f whose prologue
 //     called it, before f pushed its frame: f is the caller (SwitchCaller),
-//     and the step from f (cur's PC and SP equal sched's) takes f's return
-//     address at [sp], as at a function's entry.
+//     and the next call, from f, takes f's return address at [sp], as at a
+//     function's entry.
+//
+// Only a frame in systemstack or morestack costs memory reads (g, m and
+// curg's fields); every other frame is answered from its PC.
 func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Memory, order binary.ByteOrder, next *regs.Set) (unwind.StackBounds, unwind.Switch) {
+	if exact {
+		// Frame 0 (or a frame a signal interrupted): a new walk, or a new
+		// context; no morestack caller is pending.
+		s.entry = entryFrame{}
+	}
 	if thread.Arch != s.l.Arch || cur.PC < s.bias {
 		return unwind.StackBounds{}, unwind.SwitchNone
+	}
+	sp := cur.SP()
+	if e := s.entry; e.pc != 0 && cur.PC == e.pc && sp == e.sp {
+		// f, stopped in its prologue's call of morestack: at its entry.
+		s.entry = entryFrame{}
+		ra, ok := s.word(mem, order, sp)
+		if !ok {
+			return unwind.StackBounds{}, unwind.SwitchNone
+		}
+		*next = regs.Set{Arch: cur.Arch, PC: ra}
+		next.Put(regs.AMD64RSP, sp+8)
+		next.Put(regs.AMD64RBP, e.bp)
+		return e.bounds, unwind.SwitchCaller
 	}
 	pc := cur.PC
 	if !exact {
@@ -242,41 +271,31 @@ func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Mem
 	}
 	vaddr := pc - s.bias
 	inSystemstack, inMorestack := s.l.systemstack.has(vaddr), s.l.morestack.has(vaddr)
+	if !inSystemstack && !inMorestack {
+		// Every other frame: no memory is read.
+		return unwind.StackBounds{}, unwind.SwitchNone
+	}
 	var g goroutine
 	if !s.goroutine(thread, mem, order, &g) {
 		return unwind.StackBounds{}, unwind.SwitchNone
 	}
-	sp := cur.SP()
-	bounds := unwind.StackBounds{Low: g.lo, High: g.hi}
 	// On the system stack: not on curg's, and on g0's when its bounds are
 	// known (a thread the runtime did not create may leave them empty).
 	onG0 := !(sp >= g.lo && sp < g.hi) && (g.g0lo >= g.g0hi || sp >= g.g0lo && sp < g.g0hi)
-	switch {
-	case (inSystemstack || inMorestack) && onG0:
-		if g.schedSP < g.lo || g.schedSP >= g.hi {
-			return unwind.StackBounds{}, unwind.SwitchNone
-		}
-		if inSystemstack {
-			cur.Put(regs.AMD64RSP, g.schedSP)
-			cur.Put(regs.AMD64RBP, g.schedBP)
-			return bounds, unwind.SwitchRegs
-		}
-		*next = regs.Set{Arch: cur.Arch, PC: g.schedPC}
-		next.Put(regs.AMD64RSP, g.schedSP)
-		next.Put(regs.AMD64RBP, g.schedBP)
-		return bounds, unwind.SwitchCaller
-	case cur.PC == g.schedPC && sp == g.schedSP && sp >= g.lo && sp < g.hi:
-		// f, stopped in its prologue's call of morestack: at its entry.
-		ra, ok := s.word(mem, order, sp)
-		if !ok {
-			return unwind.StackBounds{}, unwind.SwitchNone
-		}
-		*next = regs.Set{Arch: cur.Arch, PC: ra}
-		next.Put(regs.AMD64RSP, sp+8)
-		next.Put(regs.AMD64RBP, g.schedBP)
-		return bounds, unwind.SwitchCaller
+	if !onG0 || g.schedSP < g.lo || g.schedSP >= g.hi {
+		return unwind.StackBounds{}, unwind.SwitchNone
 	}
-	return unwind.StackBounds{}, unwind.SwitchNone
+	bounds := unwind.StackBounds{Low: g.lo, High: g.hi}
+	if inSystemstack {
+		cur.Put(regs.AMD64RSP, g.schedSP)
+		cur.Put(regs.AMD64RBP, g.schedBP)
+		return bounds, unwind.SwitchRegs
+	}
+	*next = regs.Set{Arch: cur.Arch, PC: g.schedPC}
+	next.Put(regs.AMD64RSP, g.schedSP)
+	next.Put(regs.AMD64RBP, g.schedBP)
+	s.entry = entryFrame{pc: g.schedPC, sp: g.schedSP, bp: g.schedBP, bounds: bounds}
+	return bounds, unwind.SwitchCaller
 }
 
 // goroutine reads the thread's g, checks that it is its m's g0 with a

@@ -190,6 +190,34 @@ func TestSwitchStack(t *testing.T) {
 	if sw != unwind.SwitchCaller || next.PC != 0x1234 || next.SP() != 0x4ff00 || next.FP() != 0x4ff80 || b != goStack {
 		t.Errorf("morestack on g0: %v pc %#x sp %#x fp %#x bounds %+v", sw, next.PC, next.SP(), next.FP(), b)
 	}
+	// The morestack switch, then the step from f at its entry: f's
+	// return address is at sched.sp.
+	{
+		sw := testLayout.Switcher(0)
+		ra := make([]byte, 8)
+		binary.LittleEndian.PutUint64(ra, 0x1300)
+		w := &unwind.StackWindow{Base: base, Bytes: mem, Fallback: &unwind.StackWindow{Base: 0x4ff00, Bytes: ra}}
+		thread := regs.Set{Arch: regs.AMD64, PC: 0x1150, TLS: base + 8}
+		thread.Put(regs.AMD64RSP, 0x2ff00)
+		cur, next := thread, regs.Set{}
+		if _, k := sw.SwitchStack(&thread, &cur, true, w, binary.LittleEndian, &next); k != unwind.SwitchCaller {
+			t.Fatalf("morestack: %v", k)
+		}
+		f := next
+		b, k := sw.SwitchStack(&thread, &f, false, w, binary.LittleEndian, &next)
+		if k != unwind.SwitchCaller || next.PC != 0x1300 || next.SP() != 0x4ff08 || next.FP() != 0x4ff80 || b != goStack {
+			t.Errorf("f at its entry: %v pc %#x sp %#x fp %#x bounds %+v", k, next.PC, next.SP(), next.FP(), b)
+		}
+		// A new walk forgets it.
+		other := thread
+		other.PC = 0x1250
+		if _, k := sw.SwitchStack(&other, &other, true, w, binary.LittleEndian, &next); k != unwind.SwitchNone {
+			t.Errorf("frame 0 outside systemstack and morestack: %v", k)
+		}
+		if _, k := sw.SwitchStack(&other, &f, false, w, binary.LittleEndian, &next); k != unwind.SwitchNone {
+			t.Errorf("f in a new walk: %v, want no switch", k)
+		}
+	}
 	for _, c := range []struct {
 		name   string
 		pc, sp uint64
