@@ -20,10 +20,10 @@
 // version would silently read the wrong words; the walker instead trusts
 // only what the binary says about itself.
 //
-// Only amd64 is followed today: there the thread's g is read from its TLS
-// slot (regs.Set.TLS, fs_base, minus 8 for the Go linker's own TLS, or
-// runtime.tlsg's place in PT_TLS for an externally linked program), and
-// systemstack has no frame of its own. arm64 and s390x keep g in a
-// register (x28, r13) and give systemstack a frame; unwind/README.md says
-// how they would be followed.
+// amd64 and arm64 are followed. On amd64 the thread's g is read from its
+// TLS slot (regs.Set.TLS, fs_base, minus 8 for the Go linker's own TLS, or
+// runtime.tlsg's place in PT_TLS for an externally linked program); on
+// arm64 from x28 of frame 0, Go's g register (its TLS slot is written only
+// with cgo). Only systemstack is followed on arm64: its morestack keeps
+// f's caller in sched.lr and m.morebuf. s390x (g in r13) is not followed.
 package gort

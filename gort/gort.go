@@ -19,7 +19,7 @@ var (
 	// so the offsets of g, m and gobuf fields are unknown.
 	ErrNoDWARF = errors.New("no DWARF types of the Go runtime (built with -ldflags=-w or stripped)")
 	// ErrArch: the switch is not followed on this architecture yet.
-	ErrArch = errors.New("Go stack switches are followed on amd64 only")
+	ErrArch = errors.New("Go stack switches are followed on amd64 and arm64 only")
 )
 
 // funcRange is a function's ELF virtual address range [start, end).
@@ -54,6 +54,8 @@ func Load(f *elf.File) (l *Layout, err error) {
 	switch f.Machine {
 	case elf.EM_X86_64:
 		l.Arch = regs.AMD64
+	case elf.EM_AARCH64:
+		l.Arch = regs.ARM64
 	default:
 		return nil, fmt.Errorf("gort: %v: %w", f.Machine, ErrArch)
 	}
@@ -78,8 +80,10 @@ func Load(f *elf.File) (l *Layout, err error) {
 	if l.systemstack.end == 0 {
 		return nil, fmt.Errorf("gort: %w", ErrNotGo)
 	}
-	if l.tlsG, err = tlsOffset(f, tlsg); err != nil {
-		return nil, err
+	if l.Arch == regs.AMD64 {
+		if l.tlsG, err = tlsOffset(f, tlsg); err != nil {
+			return nil, err
+		}
 	}
 	d, err := f.DWARF()
 	if err != nil {
@@ -217,6 +221,9 @@ type entryFrame struct {
 
 var _ unwind.StackSwitcher = (*Switcher)(nil)
 
+// arm64G is the DWARF number of x28, Go's g register on arm64.
+const arm64G = 28
+
 // goroutine is what a switch needs of the thread's Go state.
 type goroutine struct {
 	curg                      uint64
@@ -287,9 +294,17 @@ func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Mem
 	}
 	bounds := unwind.StackBounds{Low: g.lo, High: g.hi}
 	if inSystemstack {
-		cur.Put(regs.AMD64RSP, g.schedSP)
-		cur.Put(regs.AMD64RBP, g.schedBP)
+		// systemstack's own frame on the goroutine's stack: sched.sp is
+		// its SP after its prologue, sched.bp its frame pointer (x29 on
+		// arm64, whose frame record holds the return address).
+		cur.Put(cur.Arch.SPReg(), g.schedSP)
+		cur.Put(cur.Arch.FPReg(), g.schedBP)
 		return bounds, unwind.SwitchRegs
+	}
+	if cur.Arch != regs.AMD64 {
+		// arm64's morestack keeps f's caller in sched.lr and m.morebuf:
+		// not followed.
+		return unwind.StackBounds{}, unwind.SwitchNone
 	}
 	*next = regs.Set{Arch: cur.Arch, PC: g.schedPC}
 	next.Put(regs.AMD64RSP, g.schedSP)
@@ -303,11 +318,23 @@ func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Mem
 // saved context.
 func (s *Switcher) goroutine(thread *regs.Set, mem unwind.Memory, order binary.ByteOrder, out *goroutine) bool {
 	l := s.l
-	if thread.TLS == 0 {
-		return false
+	var g uint64
+	switch thread.Arch {
+	case regs.AMD64:
+		if thread.TLS == 0 {
+			return false
+		}
+		var ok bool
+		if g, ok = s.word(mem, order, uint64(int64(thread.TLS)+l.tlsG)); !ok {
+			return false
+		}
+	case regs.ARM64:
+		// Go code keeps g in x28 (the TLS slot is written only with cgo).
+		// Frame 0 in other code may hold anything there: the checks
+		// below (g is its m's g0, curg's stack holds sched.sp) reject it.
+		g, _ = thread.Get(arm64G)
 	}
-	g, ok := s.word(mem, order, uint64(int64(thread.TLS)+l.tlsG))
-	if !ok || g == 0 {
+	if g == 0 {
 		return false
 	}
 	m, ok := s.word(mem, order, g+l.gM)

@@ -22,12 +22,13 @@ import (
 // (runtime/debug.WriteHeapDump, method gostack), main.dumpHeap, main.main's
 // closure, and runtime.goexit, where the walk is complete.
 func TestDistroGoSystemstack(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("Go stack switches are followed on amd64 only")
+	writeNR, ok := map[string]string{"amd64": "1", "arm64": "64"}[runtime.GOARCH]
+	if !ok {
+		t.Skip("Go stack switches are followed on amd64 and arm64 only")
 	}
 	needGDB(t)
 	tg := targets.Start(t, "goprog", "systemstack")
-	waitThreadSyscall(t, tg.PID(), "gosys", "1") // write(2)
+	waitThreadSyscall(t, tg.PID(), "gosys", writeNR)
 	res := compareStopped(t, tg, distroWant{
 		outermost: []string{"runtime.goexit", "runtime.clone", "runtime.mcall", "runtime.mstart", "runtime.rt0_go"},
 		threads:   map[string]string{"gosys": "main.dumpHeap"},

@@ -35,6 +35,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -97,6 +98,12 @@ func initMain() int {
 	if _, err := os.Stat("/stacktop"); err == nil && len(fixtures) > 0 {
 		if err := stacktopChecks(fixtures); err != nil {
 			fmt.Println("capture: stacktop:", err)
+			fail = true
+		}
+	}
+	if _, err := os.Stat("/goprog"); err == nil && runtime.GOARCH == "arm64" {
+		if err := goSystemstackCheck(); err != nil {
+			fmt.Println("capture: goprog:", err)
 			fail = true
 		}
 	}
@@ -175,6 +182,63 @@ func stacktopCheck(fixture string) error {
 				return fmt.Errorf("record: no stack with %s (thread %s)", strings.Join(folded, ";"), e.comm)
 			}
 		}
+	}
+	return nil
+}
+
+// goSystemstackCheck: goprog's thread gosys blocks in a write from Go's
+// system stack, inside runtime.systemstack (see its doc). stacktop dump
+// must go on past systemstack to the goroutine's frames (method gostack),
+// as Go's own traceback does, down to runtime.goexit.
+func goSystemstackCheck() error {
+	cmd := exec.Command("/goprog", "systemstack")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "ready") {
+		return fmt.Errorf("no ready line (%q, %v)", line, err)
+	}
+	pid := cmd.Process.Pid
+	const writeNR = "64" // arm64
+	deadline := time.Now().Add(20 * time.Second)
+	for blocked := false; !blocked; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("thread gosys not blocked in write after 20 s")
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, d := range tasks {
+			tid, _ := strconv.Atoi(d.Name())
+			sc, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+			if comm(pid, tid) == "gosys" && strings.HasPrefix(string(sc), writeNR+" ") {
+				blocked = true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Printf("=== stacktop dump -p %d --thread-name gosys (goprog systemstack)\n", pid)
+	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "gosys").CombinedOutput()
+	os.Stdout.Write(b)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	text := string(b)
+	i := strings.Index(text, "runtime.systemstack")
+	if i < 0 {
+		return fmt.Errorf("no runtime.systemstack frame")
+	}
+	rest := text[i:]
+	for _, name := range []string{"[gostack]", "main.dumpHeap", "main.main.func", "runtime.goexit"} {
+		j := strings.Index(rest, name)
+		if j < 0 {
+			return fmt.Errorf("no %s after runtime.systemstack", name)
+		}
+		rest = rest[j:]
 	}
 	return nil
 }
