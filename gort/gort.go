@@ -98,8 +98,8 @@ func Load(f *elf.File) (l *Layout, err error) {
 // tlsOffset is where g lives relative to the thread pointer (x86-64 TLS
 // variant II: the executable's block ends at the thread pointer). The Go
 // linker's own executables have no PT_TLS and keep g at -8(FS) (the runtime
-// sets fs_base 8 bytes past m.tls[0]); an externally linked one places
-// runtime.tlsg in PT_TLS.
+// sets fs_base 8 bytes past m.tls[0]); a PIE has a PT_TLS of that one
+// slot, and an externally linked program places runtime.tlsg in PT_TLS.
 func tlsOffset(f *elf.File, tlsg *elf.Symbol) (int64, error) {
 	var tls *elf.Prog
 	for _, p := range f.Progs {
@@ -110,15 +110,20 @@ func tlsOffset(f *elf.File, tlsg *elf.Symbol) (int64, error) {
 	if tls == nil {
 		return -8, nil
 	}
-	if tlsg == nil {
-		return 0, fmt.Errorf("gort: a PT_TLS segment but no runtime.tlsg symbol: where g lives is unknown")
+	// A PIE from the Go linker has a PT_TLS of the one 8-byte slot and no
+	// runtime.tlsg symbol: the slot is the block's start. A wrong guess
+	// (an externally linked program without the symbol) reads a word that
+	// fails the g == m.g0 check: no switch, never a wrong one.
+	var at uint64
+	if tlsg != nil {
+		at = tlsg.Value
 	}
 	align := tls.Align
 	if align == 0 {
 		align = 1
 	}
 	size := (tls.Memsz + align - 1) &^ (align - 1)
-	return int64(tlsg.Value) - int64(size), nil
+	return int64(at) - int64(size), nil
 }
 
 // readTypes finds the member offsets of the runtime's structures in the

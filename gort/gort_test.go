@@ -264,3 +264,26 @@ func FuzzSwitchStack(f *testing.F) {
 		}
 	})
 }
+
+// TestTLSOffset: where g lives from fs_base in the three kinds of amd64
+// executables (TLS variant II: the block ends at the thread pointer).
+func TestTLSOffset(t *testing.T) {
+	tls := func(memsz, align uint64) *elf.File {
+		return &elf.File{Progs: []*elf.Prog{{ProgHeader: elf.ProgHeader{Type: elf.PT_TLS, Memsz: memsz, Align: align}}}}
+	}
+	for _, c := range []struct {
+		name string
+		f    *elf.File
+		tlsg *elf.Symbol
+		want int64
+	}{
+		{"Go linker, no PT_TLS", &elf.File{}, nil, -8},
+		{"Go linker PIE: one slot, no runtime.tlsg", tls(8, 8), nil, -8},
+		{"external: runtime.tlsg in a larger block", tls(20, 16), &elf.Symbol{Value: 8}, 8 - 32},
+	} {
+		got, err := tlsOffset(c.f, c.tlsg)
+		if err != nil || got != c.want {
+			t.Errorf("%s: %d, %v; want %d", c.name, got, err, c.want)
+		}
+	}
+}

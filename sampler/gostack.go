@@ -17,13 +17,14 @@ type goStacks struct {
 }
 
 // update finds the Go module of a new address space (the first executable
-// mapping of a file with a .gopclntab) and reads its layout, unless it is
-// the one already read.
+// mapping of a file with a .gopclntab, or a .go.buildinfo: a PIE keeps its
+// pclntab in .data.rel.ro) and reads its layout, unless it is the one
+// already read.
 func (g *goStacks) update(space *procmaps.AddressSpace) {
 	for i := range space.Exec {
 		em := &space.Exec[i]
 		m := em.Module
-		if m == nil || m.File == nil || m.File.Section(".gopclntab") == nil {
+		if m == nil || m.File == nil || (m.File.Section(".gopclntab") == nil && m.File.Section(".go.buildinfo") == nil) {
 			continue
 		}
 		if m == g.mod {
