@@ -22,9 +22,11 @@ import (
 // prologue saved r14 there, and the ordinary step agrees).
 //
 // The caller's SP then depends on whether the leaf allocated a frame: if
-// the saved (stale) return address is in the same function as r14, the
-// leaf's back chain is the caller's SP; otherwise the leaf has no frame
-// and the caller's SP is the current one.
+// the saved (stale) return address is in the same function as r14, or is
+// no return address at all (a slot never written: under qemu, a spinning
+// leaf with a frame whose caller had called nothing else), the leaf's
+// back chain is the caller's SP; otherwise the leaf has no frame and the
+// caller's SP is the current one.
 
 // leafR14 returns the caller of the topmost frame from r14 when the rule
 // above says so. bc is the back chain at SP, saved the r14 read behind it.
@@ -49,6 +51,12 @@ func (u Unwinder) leafR14(cur *regs.Set, mem unwind.Memory, sp, bc, saved uint64
 	}
 	if ss, _, ok := u.FuncAt(saved - 1); ok && saved != 0 && ss == cs {
 		return caller(r14, bc), true // a leaf frame; the slot was stale
+	}
+	if !u.plausible(saved) {
+		// A leaf frame over a save slot its caller's callees never
+		// wrote: without a frame, the slot would be the caller's own
+		// saved return address (it has called, so it saved one).
+		return caller(r14, bc), true
 	}
 	return caller(r14, sp), true // a leaf without a frame
 }

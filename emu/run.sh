@@ -121,6 +121,8 @@ build() {
 		cat "$work/stacktop-build.log"
 	fi
 	cp "$root"/testdata/cross/bin/spin-"$arch"-* "$ir/"
+	# The Go target, with its DWARF (gort reads the runtime's types).
+	(cd "$root/testdata/targets/goprog" && GOFLAGS= CGO_ENABLED=0 GOARCH=$arch go build -trimpath -buildvcs=false -o "$ir/goprog" .)
 	(cd "$ir" && find . | cpio -o -H newc --owner=0:0 2>/dev/null | gzip -1 >"$work/initramfs.cpio.gz")
 	ls "$ir" | tr '\n' ' '
 	echo "($(du -k "$work/initramfs.cpio.gz" | cut -f1) KiB)"

@@ -358,7 +358,8 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 	return err
 }
 
-// read fills s from the held thread th: one GETREGSET, one process_vm_readv.
+// read fills s from the held thread th: one GETREGSET (two on s390x, for
+// the FPRs), one process_vm_readv.
 func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 	t := p.tr
 	t.rawIov.Base = (*byte)(unsafe.Pointer(&t.raw))
@@ -376,6 +377,15 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 		return fmt.Errorf("thread %d: PTRACE_GETREGSET: %w", th.tid, err)
 	}
 	convertRegs(&t.raw, &s.Regs)
+	if fprsInDWARF {
+		// s390x code saves callee-saved GPRs (r11 the frame pointer, r15)
+		// in FPRs, and its SFrame rows say so: without them such a frame
+		// 0 cannot be stepped. One more GETREGSET, on s390x only; a
+		// failure leaves the FPRs unknown, as before.
+		if raw, err := getRegsetInto(th.tid, ntPRFPREG, t.fpRaw[:]); err == nil {
+			convertFPRegs(raw, &s.Regs)
+		}
+	}
 	s.TID = th.tid
 	sp := s.Regs.SP()
 	s.StackAddr, s.StackErr = sp, nil

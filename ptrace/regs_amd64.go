@@ -16,7 +16,8 @@ type prstatus = unix.PtraceRegs
 const prstatusSize = int(unsafe.Sizeof(prstatus{}))
 
 // convertRegs fills s from an x86-64 user_regs_struct, in DWARF numbering:
-// 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 rip.
+// 0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, 16 rip;
+// fs_base, the thread pointer, goes to s.TLS.
 func convertRegs(r *prstatus, s *regs.Set) {
 	*s = regs.Set{Arch: regs.AMD64, PC: r.Rip}
 	s.R = [regs.NumDWARF]uint64{
@@ -25,4 +26,5 @@ func convertRegs(r *prstatus, s *regs.Set) {
 		16: r.Rip,
 	}
 	s.Valid = 1<<17 - 1
+	s.TLS = r.Fs_base
 }

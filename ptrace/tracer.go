@@ -35,6 +35,7 @@ type Tracer struct {
 	leftTraced map[int]struct{}
 	raw        prstatus // NT_PRSTATUS buffer
 	rawIov     unix.Iovec
+	fpRaw      [fpregsMaxSize]byte // NT_PRFPREG buffer (s390x)
 	local      [1]unix.Iovec
 	remote     [1]unix.RemoteIovec
 	batch      batchState // SampleBatch's buffers, reused across batches

@@ -57,6 +57,11 @@ type Set struct {
 	PC    uint64
 	R     [NumDWARF]uint64
 	Valid uint64
+	// TLS is the thread pointer of the thread (fs_base on amd64,
+	// tpidr_el0 on arm64), 0 when unknown. It is a property of the
+	// thread, not of a frame: the walker reads it from frame 0's set to
+	// find a Go thread's current goroutine (unwind.StackSwitcher).
+	TLS uint64 `json:",omitempty"`
 }
 
 // SPReg, FPReg and RAReg return the DWARF numbers of the stack pointer, frame

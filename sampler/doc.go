@@ -34,6 +34,13 @@
 // (2 s) for them, with no thread stopped, and an exec not at all: stacks
 // still pending then keep their frames without lines.
 //
+// Go: a thread on its system stack inside runtime.systemstack goes on to
+// its goroutine's frames (gostack.go, gort/, method "gostack"). The
+// runtime's g, m and g.sched are read from the live process after the
+// thread resumed: exact under Freeze and for a thread blocked in a system
+// call; a thread that has left the switch since shows no such frames
+// (systemstack clears g.sched.sp on its way back, which the switch rejects).
+//
 // Cost: an Engine's tick grows with the threads that run, not with the
 // threads that exist. check.go explains the schedule of schedstat
 // readings, ledger.go how the process's CPU clock proves idle threads idle

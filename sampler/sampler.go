@@ -61,6 +61,7 @@ type Target struct {
 	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
 	opts      Options
 	tails     *tailCalls // DWARF call sites per module (tailcall.go)
+	goStacks  goStacks   // Go's systemstack/morestack switches (gostack.go)
 	// funcAtFn is t.funcAt bound once, so a walk does not allocate it.
 	funcAtFn func(pc uint64) (start, end uint64, ok bool)
 
@@ -160,6 +161,7 @@ func (t *Target) refresh() error {
 		attachVDSO(space, t.mem)
 		t.space = space
 		t.mods = newModuleIndex(space)
+		t.goStacks.update(space)
 	}
 	return nil
 }
@@ -199,6 +201,9 @@ func (t *Target) walk() unwind.Stack {
 	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
 	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask,
 		Unwinders: t.opts.Unwinders, FuncAt: t.funcAtFn, StackOf: t.stackOf}
+	if sw := t.goStacks.switcher; sw != nil {
+		opts.Switch = sw
+	}
 	if s.Regs.Arch == regs.S390X {
 		// s390x has no usable frame-pointer chain: where SFrame and CFI
 		// have no row, the back chain (-mbackchain code) is the fallback.

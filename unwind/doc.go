@@ -57,6 +57,9 @@
 // with ErrNoUnwindInfo caused by a *NotCoveredError. Without a table row
 // for frame 0 on arm64, a leaf's caller is taken from x30 when that is a
 // plausible return address into another function (leaf.go, MethodLinkReg).
+// Options.Switch (a StackSwitcher; gort/ for Go) is asked before each step
+// for stack switches no table describes: Go's runtime.systemstack returns
+// from the system stack to the goroutine's (MethodGoStack).
 //
 // Every frame says how it was found (Frame.Method). Stack.Complete is set
 // only at a true outermost frame: an SFrame or CFI "RA undefined" row, a

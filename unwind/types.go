@@ -24,6 +24,7 @@ const (
 	MethodSignal                  // a signal frame (sigcontext)
 	MethodLinkReg                 // frame 0's caller from the link register (x30, r14) of a leaf
 	MethodTailCall                // a function a tail call removed, rebuilt from DWARF call sites (not a walk step)
+	MethodGoStack                 // the goroutine's frame a Go runtime stack switch (systemstack, morestack) left, from g.sched
 )
 
 func (m Method) String() string {
@@ -44,6 +45,8 @@ func (m Method) String() string {
 		return "lr"
 	case MethodTailCall:
 		return "tailcall"
+	case MethodGoStack:
+		return "gostack"
 	}
 	return "unknown"
 }
@@ -93,6 +96,27 @@ type Stepper interface {
 	Step(cur *regs.Set, topmost bool, mem Memory, order binary.ByteOrder) (regs.Set, error)
 	Method() Method
 }
+
+// StackSwitcher follows a switch of stacks the unwind tables do not
+// describe: a Go thread running runtime.systemstack's callee on its system
+// stack (g0) returns, through systemstack, to the goroutine whose saved
+// context (g.sched) says where that goroutine's stack continues. The walker
+// asks it before each step; SwitchNone means cur is no such frame. thread
+// is frame 0's set (its TLS and registers locate the current goroutine);
+// exact as for a step. bounds is the extent of the stack the walk goes on
+// with (its SP checks use it from then on).
+type StackSwitcher interface {
+	SwitchStack(thread, cur *regs.Set, exact bool, mem Memory, order binary.ByteOrder, next *regs.Set) (bounds StackBounds, sw Switch)
+}
+
+// Switch is a StackSwitcher's answer.
+type Switch uint8
+
+const (
+	SwitchNone   Switch = iota // not a switch: step cur as usual
+	SwitchRegs                 // cur's SP and FP now describe its frame on the other stack: step it as usual from there
+	SwitchCaller               // next holds cur's caller (PC, SP, FP), on the other stack
+)
 
 // Modules finds the module whose executable range holds an address. A PC
 // with no module is outside every executable mapping: the walk ends there.
@@ -154,6 +178,10 @@ type Options struct {
 	// only when it returns into another function than the PC's, after a
 	// call instruction, and the function has not saved it.
 	FuncAt func(pc uint64) (start, end uint64, ok bool)
+	// Switch, when non-nil, follows stack switches of a language
+	// runtime (Go's systemstack and morestack; see gort/) before the
+	// ordinary methods are asked; its frames have MethodGoStack.
+	Switch StackSwitcher
 }
 
 const DefaultMaxDepth = 256

@@ -28,6 +28,8 @@ type Walker struct {
 	// because a Stepper gets pointers to them (which would make locals
 	// escape), and two so a step swaps pointers instead of copying.
 	sets [2]regs.Set
+	// thread is frame 0's set, for Options.Switch (the thread's TLS).
+	thread regs.Set
 
 	// fpLoaded tells whether the current frame's FP was loaded by the step
 	// that found the frame (from a frame record, a saved register slot or
@@ -80,6 +82,9 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 
 	var st Stack
 	w.sets[0] = r
+	if opts.Switch != nil {
+		w.thread = r
+	}
 	cur := &w.sets[0]
 	sp, spOK := cur.Get(cur.Arch.SPReg())
 	w.frames = append(w.frames, Frame{PC: cur.PC, SP: sp, Method: MethodRegs, Exact: true})
@@ -111,7 +116,32 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 		// Frame 0's PC is exact; a caller's PC is a return address, so its
 		// call instruction (and its unwind row) is at PC-1: after a
 		// noreturn call the return address can be the next function.
-		method, outermost, f := w.step(cur, next, mod, exact, exact)
+		var (
+			method    Method
+			outermost bool
+			f         stepFail
+			sw        Switch
+			bounds    StackBounds
+		)
+		if w.opts.Switch != nil {
+			bounds, sw = w.opts.Switch.SwitchStack(&w.thread, cur, exact, w.mem, w.order, next)
+		}
+		if sw != SwitchNone {
+			// The caller runs on the goroutine's stack, not the system
+			// stack the walk's bounds describe.
+			w.opts.Stack = bounds
+		}
+		switch sw {
+		case SwitchCaller:
+			method = MethodGoStack
+		case SwitchRegs:
+			method, outermost, f = w.step(cur, next, mod, exact, exact)
+			if f.err == nil && method != MethodSignal {
+				method = MethodGoStack
+			}
+		default:
+			method, outermost, f = w.step(cur, next, mod, exact, exact)
+		}
 		if f.err != nil {
 			st.Err = &StepError{Frame: idx, PC: cur.PC, Method: method, Addr: f.addr, Err: f.err, Cause: f.cause}
 			break

@@ -35,6 +35,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,6 +101,12 @@ func initMain() int {
 			fail = true
 		}
 	}
+	if _, err := os.Stat("/goprog"); err == nil && runtime.GOARCH == "arm64" {
+		if err := goSystemstackCheck(); err != nil {
+			fmt.Println("capture: goprog:", err)
+			fail = true
+		}
+	}
 	fmt.Printf("capture: done at uptime %ss\n", uptime())
 	if fail {
 		fmt.Println("EMU-RESULT: FAIL")
@@ -117,27 +125,37 @@ func run(name string, args ...string) error {
 	return cmd.Run()
 }
 
-// stacktopChecks runs the real CLI against the SFrame fixture: a dump,
-// then a short record printed as folded stacks. Both must show the deep
-// thread's known chain. A dump that says some stack is truncated (exit
+// stacktopChecks runs the real CLI against every fixture: a dump,
+// then a short record printed as folded stacks. Both must show every
+// spinning thread's known chain (the record as consecutive frames of one
+// stack), the big thread's included: its caller is beyond the copied
+// window, and on s390x its frame 0 saved registers in FPRs. A dump that says some stack is truncated (exit
 // status 1) passes: the main thread waits in libc, which has no .sframe.
 func stacktopChecks(fixtures []string) error {
-	fixture := fixtures[0]
 	for _, f := range fixtures {
-		if strings.HasSuffix(f, "-sframe") {
-			fixture = f
+		if err := stacktopCheck(f); err != nil {
+			return fmt.Errorf("%s: %w", filepath.Base(f), err)
 		}
 	}
+	return nil
+}
+
+func stacktopCheck(fixture string) error {
 	pid, err := spawn(fixture)
 	if err != nil {
 		return err
 	}
 	defer unix.Kill(pid, unix.SIGKILL)
 	p := strconv.Itoa(pid)
-	want := []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}
+	// Once with the default unwinders (the static binaries have .eh_frame,
+	// so CFI answers first), once with only the fixture's own method
+	// (--unwinder), which is what the build is about.
+	only := callerMethod(fixture).String()
 	for _, args := range [][]string{
 		{"dump", "-p", p},
 		{"record", "-p", p, "--duration", "2s", "--rate", "20", "--format", "folded", "-o", "-", "-q"},
+		{"dump", "-p", p, "--unwinder", only},
+		{"record", "-p", p, "--duration", "2s", "--rate", "20", "--format", "folded", "-o", "-", "-q", "--unwinder", only},
 	} {
 		fmt.Printf("=== stacktop %s (%s)\n", strings.Join(args, " "), filepath.Base(fixture))
 		cmd := exec.Command("/stacktop", args...)
@@ -149,11 +167,78 @@ func stacktopChecks(fixtures []string) error {
 		if err != nil && !(args[0] == "dump" && errors.As(err, &ee) && ee.ExitCode() == 1) {
 			return fmt.Errorf("%s: %w", args[0], err)
 		}
-		for _, name := range want {
-			if !bytes.Contains(out.Bytes(), []byte(name)) {
-				return fmt.Errorf("%s: output lacks %s", args[0], name)
+		for _, e := range spinThreads {
+			for _, name := range e.chain {
+				if !bytes.Contains(out.Bytes(), []byte(name)) {
+					return fmt.Errorf("%s: output lacks %s (thread %s)", args[0], name, e.comm)
+				}
+			}
+			if args[0] != "record" {
+				continue
+			}
+			folded := slices.Clone(e.chain)
+			slices.Reverse(folded)
+			if !bytes.Contains(out.Bytes(), []byte(strings.Join(folded, ";"))) {
+				return fmt.Errorf("record: no stack with %s (thread %s)", strings.Join(folded, ";"), e.comm)
 			}
 		}
+	}
+	return nil
+}
+
+// goSystemstackCheck: goprog's thread gosys blocks in a write from Go's
+// system stack, inside runtime.systemstack (see its doc). stacktop dump
+// must go on past systemstack to the goroutine's frames (method gostack),
+// as Go's own traceback does, down to runtime.goexit.
+func goSystemstackCheck() error {
+	cmd := exec.Command("/goprog", "systemstack")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "ready") {
+		return fmt.Errorf("no ready line (%q, %v)", line, err)
+	}
+	pid := cmd.Process.Pid
+	const writeNR = "64" // arm64
+	deadline := time.Now().Add(20 * time.Second)
+	for blocked := false; !blocked; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("thread gosys not blocked in write after 20 s")
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, d := range tasks {
+			tid, _ := strconv.Atoi(d.Name())
+			sc, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+			if comm(pid, tid) == "gosys" && strings.HasPrefix(string(sc), writeNR+" ") {
+				blocked = true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Printf("=== stacktop dump -p %d --thread-name gosys (goprog systemstack)\n", pid)
+	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "gosys").CombinedOutput()
+	os.Stdout.Write(b)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	text := string(b)
+	i := strings.Index(text, "runtime.systemstack")
+	if i < 0 {
+		return fmt.Errorf("no runtime.systemstack frame")
+	}
+	rest := text[i:]
+	for _, name := range []string{"[gostack]", "main.dumpHeap", "main.main.func", "runtime.goexit"} {
+		j := strings.Index(rest, name)
+		if j < 0 {
+			return fmt.Errorf("no %s after runtime.systemstack", name)
+		}
+		rest = rest[j:]
 	}
 	return nil
 }
@@ -220,11 +305,17 @@ func spawn(fixture string) (int, error) {
 type expectation struct {
 	comm  string
 	chain []string
+	// leaf: chain[0] calls nothing. Built with frame pointers only
+	// (arm64-fp omits leaf frame records), it saves nothing: its caller
+	// must come from the link register (lr), the rest by frame records.
+	leaf bool
 }
 
 var spinThreads = []expectation{
-	{"deep", []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}},
-	{"leaf", []string{"spin_leaf", "leaf_caller", "leaf_thread"}},
+	{"deep", []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}, false},
+	{"leaf", []string{"spin_leaf", "leaf_caller", "leaf_thread"}, true},
+	// A leaf with 40 KiB of locals: its caller is beyond the 16 KiB window.
+	{"big", []string{"spin_bigleaf", "big_caller", "big_thread"}, true},
 }
 
 // callerMethod is the method every caller in the known chain must come
@@ -383,13 +474,15 @@ func testFixture(tr *ptrace.Tracer, fixture string, rounds int, snapshots bool) 
 		return err
 	}
 	want := callerMethod(t.name)
+	live := ptrace.NewMemory(pid)
+	defer live.Close()
 	var firstErr error
 	for round := 0; round < rounds; round++ {
 		last := round == rounds-1
 		if last {
 			fmt.Printf("=== dump of %s (pid %d), round %d\n", t.name, pid, round)
 		}
-		if err := checkRound(proc, t, pac, want, last, snapshots && last); err != nil && firstErr == nil {
+		if err := checkRound(proc, t, live, pac, want, last, snapshots && last); err != nil && firstErr == nil {
 			firstErr = fmt.Errorf("round %d: %w", round, err)
 		}
 		time.Sleep(30 * time.Millisecond)
@@ -402,7 +495,7 @@ func comm(pid, tid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method, print, snapshots bool) error {
+func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64, want unwind.Method, print, snapshots bool) error {
 	if err := proc.Freeze(); err != nil {
 		return err
 	}
@@ -435,7 +528,15 @@ func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method,
 		c := comm(proc.PID(), s.TID)
 		stack := t.stackOf(s.StackAddr)
 		opts := Options(s.Regs.Arch, t.mods, stack, pac)
-		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack}
+		// The link-register rule for a leaf without tables needs the
+		// functions' bounds (static, non-PIE: symbol values are addresses).
+		opts.FuncAt = func(pc uint64) (uint64, uint64, bool) {
+			sym, ok := t.symbolize(pc)
+			return sym.Value, sym.Value + sym.Size, ok
+		}
+		// Beyond the copied window the walk reads the live stack, as the
+		// sampler does: the outer frames of a spinning thread do not change.
+		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live}
 		st := unwind.Walk(s.Regs, win, t.mods, opts)
 		if print {
 			fprs := ""
@@ -451,11 +552,13 @@ func checkRound(proc *ptrace.Process, t *target, pac uint64, want unwind.Method,
 			if e.comm != c {
 				continue
 			}
-			if err := checkChain(t, st, e.chain, want); err != nil {
+			if err := checkChain(t, st, e, want); err != nil {
 				errs = append(errs, fmt.Errorf("thread %s: %w", c, err))
 				continue
 			}
-			if snapshots {
+			// A snapshot holds only the copied window: the big thread's
+			// caller is beyond it, so it would not replay.
+			if snapshots && e.comm != "big" {
 				if err := emitSnapshot(t, s, st, stack, pac, c); err != nil {
 					errs = append(errs, err)
 				}
@@ -475,7 +578,8 @@ func popcount(v uint64) int {
 
 // checkChain: the stack starts with the known chain, and every caller in
 // it was found by the fixture's method.
-func checkChain(t *target, st unwind.Stack, chain []string, want unwind.Method) error {
+func checkChain(t *target, st unwind.Stack, e expectation, want unwind.Method) error {
+	chain := e.chain
 	if len(st.Frames) < len(chain) {
 		return fmt.Errorf("%d frames, want at least %d (%v): %v", len(st.Frames), len(chain), chain, st.Err)
 	}
@@ -489,8 +593,12 @@ func checkChain(t *target, st unwind.Stack, chain []string, want unwind.Method) 
 		if !ok || s.Name != name {
 			return fmt.Errorf("frame %d is %s, want %s", i, t.describe(f.PC, i), name)
 		}
-		if i > 0 && f.Method != want {
-			return fmt.Errorf("frame %d (%s) found by %v, want %v", i, name, f.Method, want)
+		w := want
+		if i == 1 && e.leaf && want == unwind.MethodFP {
+			w = unwind.MethodLinkReg
+		}
+		if i > 0 && f.Method != w {
+			return fmt.Errorf("frame %d (%s) found by %v, want %v", i, name, f.Method, w)
 		}
 	}
 	return nil

@@ -7,8 +7,9 @@
 #   s390x-backchain  -O2 -mbackchain, no .sframe (the back-chain path)
 #   arm64-sframe     -O2 -fomit-frame-pointer -mbranch-protection=pac-ret,
 #                    SFrame V3 (mangled-RA rows)
-#   arm64-fp         -O2 -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
-#                    -mbranch-protection=pac-ret, no .sframe (x29 frame records)
+#   arm64-fp         -O2 -fno-omit-frame-pointer -mbranch-protection=pac-ret,
+#                    no .sframe (x29 frame records; leaves keep none, so a
+#                    leaf's caller comes from x30)
 #
 # All are static (no shared libraries in the emulated initramfs), non-PIE.
 # The SFrame variants are assembled and linked by sid binutils fetched by
@@ -63,4 +64,4 @@ build() { # build NAME TRIPLET-ARCH SUITE|host FLAGS...
 build s390x-sframe s390x sid -Wa,--gsframe-3
 build s390x-backchain s390x host -mbackchain
 build arm64-sframe aarch64 sid -fomit-frame-pointer -mbranch-protection=pac-ret -Wa,--gsframe-3
-build arm64-fp aarch64 host -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -mbranch-protection=pac-ret
+build arm64-fp aarch64 host -fno-omit-frame-pointer -mbranch-protection=pac-ret

@@ -6,13 +6,17 @@
  *   comm     innermost frame first (then start_thread and clone in libc)
  *   deep     spin_nonleaf, level1, level2, level3, deep_thread
  *   leaf     spin_leaf, leaf_caller, leaf_thread
+ *   big      spin_bigleaf, big_caller, big_thread
  *   main     the main thread, in libc's pause (not checked)
  *
  * spin_nonleaf calls a function once before its loop, so it is not a leaf:
  * it saves r14 (s390x) or x30 (aarch64) in its prologue. spin_leaf calls
  * nothing: its return address stays in r14/x30 (SFrame: RA in a register in
  * the topmost frame). Both keep a stack buffer, so they allocate a frame
- * and, built with -mbackchain, store a back chain.
+ * and, built with -mbackchain, store a back chain. spin_bigleaf is a leaf
+ * too, with 40 KiB of locals: more than the 16 KiB of stack a sampler copies
+ * while the thread is stopped, so its caller's frame is only in the live
+ * stack.
  *
  * Spinners nap 1 ms every few thousand iterations with a raw nanosleep
  * issued by inline asm from the innermost function itself, so no libc frame
@@ -105,14 +109,40 @@ NOINLINE void *leaf_thread(void *arg)
 	return NULL;
 }
 
+NOINLINE void spin_bigleaf(int n)
+{
+	volatile char buf[40 << 10];
+	buf[0] = 0;
+	for (unsigned long i = 0; !stop; i++) {
+		buf[(i * 4099) % sizeof buf] += (char)n;
+		if (i % 4096 == 0)
+			nap();
+	}
+}
+
+NOINLINE void big_caller(int n)
+{
+	__sync_fetch_and_add(&started, 1);
+	spin_bigleaf(n + 1);
+	__asm__ volatile("" ::: "memory");
+}
+
+NOINLINE void *big_thread(void *arg)
+{
+	pthread_setname_np(pthread_self(), "big");
+	big_caller((int)(long)arg);
+	return NULL;
+}
+
 int main(void)
 {
 	pthread_t t;
-	if (pthread_create(&t, NULL, deep_thread, (void *)1L) || pthread_create(&t, NULL, leaf_thread, (void *)2L)) {
+	if (pthread_create(&t, NULL, deep_thread, (void *)1L) || pthread_create(&t, NULL, leaf_thread, (void *)2L) ||
+	    pthread_create(&t, NULL, big_thread, (void *)3L)) {
 		perror("pthread_create");
 		return 1;
 	}
-	while (started < 2)
+	while (started < 3)
 		usleep(1000);
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);

@@ -10,12 +10,21 @@
 //
 // Prints "ready" once both run, then publishes a progress counter every
 // 10 ms in the file STACKTOP_PROGRESS names (see ../target.h).
+//
+// With the argument "systemstack", after "ready" a third goroutine, locked
+// to the thread "gosys", writes a heap dump (runtime/debug.WriteHeapDump)
+// to a one-page pipe nobody reads: the runtime stops the world and writes
+// from its system stack, inside runtime.systemstack, and the write blocks
+// there for good. That thread's goroutine frames (dumpHeap, main.main's
+// closure, runtime.goexit) are only reachable through g.m.curg.sched. The
+// world stays stopped, so the progress counter stops too.
 package main
 
 import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +55,12 @@ func spinOuter() { spinMiddle(1) }
 
 //go:noinline
 func blockHere(c chan int) int { return <-c }
+
+// heap keeps enough live objects that a heap dump overflows a pipe's page.
+var heap [][]byte
+
+//go:noinline
+func dumpHeap(fd uintptr) { debug.WriteHeapDump(fd) }
 
 // setThreadName names the calling thread (prctl PR_SET_NAME), so a test
 // finds it by its comm.
@@ -84,6 +99,25 @@ func main() {
 		}
 	}
 	publish(0)
+	if len(os.Args) > 1 && os.Args[1] == "systemstack" {
+		for i := 0; i < 4096; i++ {
+			heap = append(heap, make([]byte, 64))
+		}
+		var p [2]int
+		if err := syscall.Pipe(p[:]); err != nil {
+			fmt.Println("pipe:", err)
+			os.Exit(1)
+		}
+		const fSetPipeSz = 1031
+		syscall.Syscall(syscall.SYS_FCNTL, uintptr(p[1]), fSetPipeSz, 4096)
+		fmt.Println("ready")
+		go func() {
+			runtime.LockOSThread()
+			setThreadName("gosys")
+			dumpHeap(uintptr(p[1]))
+		}()
+		select {}
+	}
 	fmt.Println("ready")
 	for i := uint64(1); ; i++ {
 		time.Sleep(10 * time.Millisecond)
