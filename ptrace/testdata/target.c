@@ -27,8 +27,11 @@
 static volatile sig_atomic_t usr1, rt, term;
 static volatile unsigned long sink;
 
-static void on_usr1(int s) { (void)s; usr1++; write(1, "u", 1); }
-static void on_rt(int s) { (void)s; rt++; }
+// A process-directed signal may run its handler on either thread, and two
+// handlers can run at once on two CPUs: the counts are atomic, or a count
+// loses an increment that was never a lost signal.
+static void on_usr1(int s) { (void)s; __atomic_fetch_add(&usr1, 1, __ATOMIC_RELAXED); write(1, "u", 1); }
+static void on_rt(int s) { (void)s; __atomic_fetch_add(&rt, 1, __ATOMIC_RELAXED); }
 static void on_term(int s) { (void)s; term = 1; }
 
 __attribute__((noinline)) static void spin_leaf(void) {
