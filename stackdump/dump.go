@@ -13,8 +13,12 @@ import (
 
 // Options select what to dump and how.
 type Options struct {
-	TID     int  // 0: every thread
-	Freeze  bool // hold every thread stopped for the whole dump
+	TID    int  // 0: every thread
+	Freeze bool // hold every thread stopped for the whole dump
+	// Select, if set, says which threads to dump (--thread-name); the
+	// others are not stopped at all (with Freeze they are: a consistent
+	// snapshot stops every thread).
+	Select  func(tid int) bool
 	Sampler sampler.Options
 }
 
@@ -125,7 +129,13 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 		slices.Sort(todo)
 		for _, tid := range todo {
-			seen[tid] = true
+			seen[tid] = true // a thread Select rejects is asked once
+		}
+		if opt.Select != nil {
+			todo = slices.DeleteFunc(todo, func(tid int) bool { return !opt.Select(tid) })
+			if len(todo) == 0 {
+				continue // the next listing may still hold new threads
+			}
 		}
 		err := t.StackEach(todo, func(ts sampler.ThreadStack, err error) {
 			switch {

@@ -376,3 +376,34 @@ func buildStacktop(t *testing.T) string {
 	}
 	return bin
 }
+
+// TestSelectStopsOnlySelected: with Options.Select only the threads it
+// accepts are sampled (and so stopped); the others are not asked at all.
+func TestSelectStopsOnlySelected(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "chains-sframe3")
+	asked := map[int]int{}
+	res, err := Run(newTracer(t), tg.PID(), Options{Select: func(tid int) bool {
+		asked[tid]++
+		return tid == tg.PID()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Threads) != 1 || res.Threads[0].TID != tg.PID() {
+		var tids []int
+		for _, ts := range res.Threads {
+			tids = append(tids, ts.TID)
+		}
+		t.Errorf("sampled threads %v, want only the main thread %d", tids, tg.PID())
+	}
+	if len(asked) < 2 {
+		t.Errorf("Select was asked about %d threads; the target has several", len(asked))
+	}
+	for tid, n := range asked {
+		if n != 1 {
+			t.Errorf("Select asked %d times about thread %d, want once", n, tid)
+		}
+	}
+	checkRunning(t, tg)
+}

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"regexp"
 
+	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
 	"stacktop/stackdump"
@@ -72,22 +74,33 @@ func runDump(args []string) int {
 	if !*noLines {
 		prefetchDebuginfo(*pid, *noDebuginfod)
 	}
+	var selectTID func(int) bool
+	if nameRE != nil {
+		// Threads whose name does not match are not stopped at all.
+		selectTID = func(tid int) bool {
+			st, err := procmaps.ReadStat(*pid, tid)
+			return err != nil || nameRE.MatchString(st.Comm) // unreadable: let the sample say why
+		}
+	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
-			TID: *tid, Freeze: *freeze, Sampler: sampler.Options{
+			TID: *tid, Freeze: *freeze, Select: selectTID, Sampler: sampler.Options{
 				StackWindow: *window,
 				NoCFI:       unwinders.noCFI,
 				Unwinders:   methods,
 				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
 			},
 		})
+		if nameRE != nil && errors.Is(err, stackdump.ErrNoThreads) {
+			res, err = &stackdump.Result{}, nil // said below: no name matched
+		}
 		if err != nil && (res == nil || len(res.Threads) == 0) {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitDumpNothing
 		}
 		if nameRE != nil {
-			// Every thread was sampled (names are read with the
-			// stacks); only the matching ones are shown.
+			// A thread can rename itself between the selection and
+			// its sample: show only those whose sampled name matches.
 			kept := res.Threads[:0]
 			for _, ts := range res.Threads {
 				if nameRE.MatchString(ts.Name) {
