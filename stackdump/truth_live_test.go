@@ -8,6 +8,7 @@ import (
 
 	"stacktop/internal/gdbstack"
 	"stacktop/internal/targets"
+	"stacktop/procmaps"
 	"stacktop/sampler"
 	"stacktop/unwind"
 )
@@ -99,6 +100,9 @@ func TestDumpSigaltstack(t *testing.T) {
 func TestDumpNoCFINoFP(t *testing.T) {
 	needGDBOnly(t)
 	tg := targets.Start(t, "nocfi")
+	// The target says it is ready right after pthread_create: wait until
+	// its thread sleeps (in pause, where it blocks for good).
+	waitThreadSleeping(t, tg, "noinfo")
 	tg.Stop()
 	defer tg.Cont()
 	res, gdb := dumpWithGDB(t, tg.PID(), Options{})
@@ -144,5 +148,29 @@ func TestRefuse32Bit(t *testing.T) {
 	t.Logf("%v", err)
 	if states, _ := targets.ThreadStates(tg.PID()); len(states) == 0 {
 		t.Error("the 32-bit program is gone")
+	}
+}
+
+// waitThreadSleeping waits until tg's thread named name is asleep (state
+// S), or fails after targets.ReadyTimeout.
+func waitThreadSleeping(t *testing.T, tg *targets.Target, name string) {
+	t.Helper()
+	deadline := time.Now().Add(targets.ReadyTimeout)
+	for {
+		names, err := tg.Threads()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tid, n := range names {
+			if n == name {
+				if st, err := procmaps.ReadStat(tg.PID(), tid); err == nil && st.State == 'S' {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("thread %q never went to sleep", name)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
