@@ -150,6 +150,22 @@ func TestDistroCxxInline(t *testing.T) {
 func TestDistroGo(t *testing.T) {
 	needGDB(t)
 	tg := targets.Start(t, "goprog")
+	// sysmon preempts the spinning goroutine every 10 ms or so, and its
+	// locked thread then waits in the scheduler (below runtime.mcall) for
+	// a moment: stop the target while gospin is in its loop, the shape the
+	// test is about. compareStopped then dumps it as stopped here.
+	for attempt := 0; ; attempt++ {
+		tg.Stop()
+		res, err := Run(newTracer(t), tg.PID(), Options{Sampler: sampler.Options{Symbols: sampler.SymbolOptions{NoLines: true}}})
+		if err == nil && threadRuns(res, "gospin", "main.spinLeaf") {
+			break
+		}
+		tg.Cont()
+		if attempt == 50 {
+			t.Fatal("gospin never seen in main.spinLeaf")
+		}
+		time.Sleep(7 * time.Millisecond)
+	}
 	compareStopped(t, tg, distroWant{
 		// Goroutine stacks end in runtime.goexit (whose address+1 Go
 		// plants as the first return address); the system stacks of
@@ -159,6 +175,21 @@ func TestDistroGo(t *testing.T) {
 		outermost: []string{"runtime.goexit", "runtime.clone", "runtime.mcall", "runtime.mstart", "runtime.rt0_go"},
 		threads:   map[string]string{"gospin": "main.spinLeaf"},
 	})
+}
+
+// threadRuns reports whether res's thread named name has a frame in fn.
+func threadRuns(res *Result, name, fn string) bool {
+	for _, ts := range res.Threads {
+		if ts.Name != name {
+			continue
+		}
+		for _, f := range ts.Frames {
+			if strings.Contains(f.Function, fn) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestDistroBinaries: the distribution's own stripped programs, without
