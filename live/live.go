@@ -49,22 +49,13 @@ func (s *Source) SetFilter(filter func(*profile.Profile) *profile.Profile) {
 func (s *Source) Snapshot() tui.Status {
 	st := s.engine.Stats()
 	prof := s.engine.Snapshot()
-	out := tui.Status{
-		Rate:    st.Rate,
-		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
-		Threads: st.Threads,
-		Exited:  st.Exited,
-		Err:     st.LastErr,
-	}
 	s.mu.Lock()
 	filter := s.filter
 	s.mu.Unlock()
 	if filter != nil {
 		prof = filter(prof)
 	}
-	if len(prof.Events) > 0 || st.Exited {
-		out.Profile = prof
-	}
+	out := Status(st, prof)
 	if st.Exited {
 		s.mu.Lock()
 		out.ExitMsg = s.exitMsg
@@ -72,6 +63,23 @@ func (s *Source) Snapshot() tui.Status {
 		if out.ExitMsg == "" {
 			out.ExitMsg = "process exited"
 		}
+	}
+	return out
+}
+
+// Status is what the UI shows of an engine's counters and profile: the
+// profile only once it holds samples (or the process is gone), so the UI
+// says "waiting for samples" until then. ExitMsg is the caller's.
+func Status(st sampler.Stats, prof *profile.Profile) tui.Status {
+	out := tui.Status{
+		Rate:    st.Rate,
+		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
+		Threads: st.Threads,
+		Exited:  st.Exited,
+		Err:     st.LastErr,
+	}
+	if len(prof.Events) > 0 || st.Exited {
+		out.Profile = prof
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"stacktop/live"
 	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/sampler"
@@ -331,17 +332,7 @@ type groupSource struct {
 
 func (s groupSource) Snapshot() tui.Status {
 	st, n := s.fl.stats()
-	prof := s.filter(s.fl.profile())
-	out := tui.Status{
-		Rate:    st.Rate,
-		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
-		Threads: st.Threads,
-		Exited:  st.Exited,
-		Err:     st.LastErr,
-	}
-	if len(prof.Events) > 0 || st.Exited {
-		out.Profile = prof
-	}
+	out := live.Status(st, s.filter(s.fl.profile()))
 	if st.Exited {
 		out.ExitMsg = fmt.Sprintf("all %d processes exited", n)
 	}
