@@ -92,9 +92,9 @@ func createOutput(path string) (*outputFile, error) {
 		}
 		return o, nil
 	}
-	var mode uint32 = 0o666 // the kernel applies the umask
+	var mode fs.FileMode = 0o666 // the kernel applies the umask
 	if fi != nil {
-		mode = uint32(fi.Mode().Perm()) | unixSpecialBits(fi.Mode())
+		mode = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 	}
 	if err := o.createTemp(mode, fi != nil); err != nil {
 		return nil, fmt.Errorf("output %s: %w", path, err)
@@ -118,32 +118,18 @@ func resolveDangling(path string) (string, error) {
 	return "", fmt.Errorf("too many levels of symbolic links")
 }
 
-func unixSpecialBits(m fs.FileMode) uint32 {
-	var b uint32
-	if m&fs.ModeSetuid != 0 {
-		b |= unix.S_ISUID
-	}
-	if m&fs.ModeSetgid != 0 {
-		b |= unix.S_ISGID
-	}
-	if m&fs.ModeSticky != 0 {
-		b |= unix.S_ISVTX
-	}
-	return b
-}
-
 // createTemp opens the temporary file in dest's directory: unnamed where
 // the filesystem allows, named otherwise. keepMode says mode is an
 // existing file's, set exactly (not subject to the umask).
-func (o *outputFile) createTemp(mode uint32, keepMode bool) error {
+func (o *outputFile) createTemp(mode fs.FileMode, keepMode bool) error {
 	dir := filepath.Dir(o.dest)
-	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, mode&0o777)
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode.Perm()))
 	if err == nil {
 		o.tmp = os.NewFile(uintptr(fd), o.dest)
 	} else if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL) {
 		// No O_TMPFILE here (old kernels say EISDIR, some filesystems
 		// EOPNOTSUPP): a named temporary file, cleaned up on exit.
-		f, name, err := createNamedTemp(o.dest, mode&0o777)
+		f, name, err := createNamedTemp(o.dest, uint32(mode.Perm()))
 		if err != nil {
 			return err
 		}
@@ -153,26 +139,12 @@ func (o *outputFile) createTemp(mode uint32, keepMode bool) error {
 		return err
 	}
 	if keepMode {
-		if err := o.tmp.Chmod(fs.FileMode(mode&0o777) | modeFromSpecial(mode)); err != nil {
+		if err := o.tmp.Chmod(mode); err != nil {
 			o.abandon()
 			return err
 		}
 	}
 	return nil
-}
-
-func modeFromSpecial(mode uint32) fs.FileMode {
-	var m fs.FileMode
-	if mode&unix.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if mode&unix.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if mode&unix.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
 }
 
 // createNamedTemp creates ".BASE.tmpXXXXXXXX" next to dest, exclusively.
