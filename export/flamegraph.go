@@ -151,7 +151,7 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 		// data-m is the module's file name, for the details line.
 		fmt.Fprintf(bw, `<g class="f" data-s="%d" data-n="%d" data-d="%d"`, f.start, f.n, f.depth)
 		if f.module != "" {
-			fmt.Fprintf(bw, ` data-m="%s"`, xmlEscape(fgBase(f.module)))
+			fmt.Fprintf(bw, ` data-m="%s"`, xmlEscape(profile.ModuleBase(f.module)))
 		}
 		bw.WriteString(">")
 		fmt.Fprintf(bw, `<title>%s (%d %s, %.2f%%)</title>`, xmlEscape(f.name), f.n, samples, share)
@@ -200,7 +200,7 @@ func fgColor(f fgFrame) string {
 	if f.depth == 0 {
 		return "rgb(200,200,200)"
 	}
-	if f.module != "" && strings.HasPrefix(f.name, fgBase(f.module)+"+0x") || strings.HasPrefix(f.name, "0x") {
+	if f.module != "" && strings.HasPrefix(f.name, profile.ModuleBase(f.module)+"+0x") || strings.HasPrefix(f.name, "0x") {
 		return "rgb(160,170,200)"
 	}
 	h := fnv.New32a()
@@ -210,14 +210,6 @@ func fgColor(f fgFrame) string {
 	g := int((v >> 8) % 231)
 	b := int((v >> 16) % 56)
 	return "rgb(" + strconv.Itoa(r) + "," + strconv.Itoa(g) + "," + strconv.Itoa(b) + ")"
-}
-
-// fgBase is the file name of a module path, as Frame.Name uses it.
-func fgBase(path string) string {
-	if i := strings.LastIndexByte(path, '/'); i >= 0 {
-		return path[i+1:]
-	}
-	return path
 }
 
 const fgStyle = `<style type="text/css">

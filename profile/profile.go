@@ -28,7 +28,13 @@ type Frame struct {
 	After string
 }
 
-// Name is the frame's display name: the function, or module+0xoff.
+// Name is the frame's name wherever frames are grouped or shown by
+// function (profiles, flame graphs, top): the function, or, when no symbol
+// covers the address, "module+0xoff" with the module's file name (see
+// ModuleBase) and the ELF virtual address, the number objdump and
+// addr2line take, or "0xPC" for code outside any mapped file (JIT). A
+// frame is never dropped for lack of a name. Label is the same name with
+// the frame's offset, for stack listings.
 func (f Frame) Name() string {
 	if f.Function != "" {
 		return f.Function
@@ -36,7 +42,38 @@ func (f Frame) Name() string {
 	if f.Module == "" {
 		return fmt.Sprintf("0x%x", f.PC)
 	}
-	return filepath.Base(f.Module) + "+0x" + strconv.FormatUint(f.Offset, 16)
+	return ModuleBase(f.Module) + "+0x" + strconv.FormatUint(f.Offset, 16)
+}
+
+// Label is the frame's name as a stack listing (stacktop dump, pstack
+// style) prints it: Name with the offset into the function
+// ("main+0x2f"), except for an inlined frame, which shares the PC of the
+// frame that contains it, and a signal trampoline (SignalFrame), which has
+// no function to be inside. A frame without a function adds the nearest
+// symbol before it as a hint, not a name: "libc.so.6+0x64af (after
+// sleep)".
+func (f Frame) Label() string {
+	switch {
+	case f.Function == "" && f.After != "":
+		return f.Name() + " (after " + f.After + ")"
+	case f.Function == "" || f.Inlined || f.Function == SignalFrame:
+		return f.Name()
+	}
+	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)
+}
+
+// SignalFrame is the Function of a signal trampoline's frame, as gdb
+// names it.
+const SignalFrame = "<signal handler called>"
+
+// ModuleBase is the file name of a module's path as frames show it
+// ("libc.so.6" for /usr/lib/x86_64-linux-gnu/libc.so.6), or "??", as gdb
+// prints unknown code, for no module.
+func ModuleBase(path string) string {
+	if path == "" {
+		return "??"
+	}
+	return filepath.Base(path)
 }
 
 // Sample is one stack of one thread at one moment.

@@ -95,10 +95,40 @@ func TestSnapshotIsolated(t *testing.T) {
 	}
 }
 
-func TestNameFallsBackToModuleOffset(t *testing.T) {
-	f := Frame{PC: 0x7f0000001234, Module: "/usr/lib/libfoo.so.1", Offset: 0x1234}
-	if got := f.Name(); got != "libfoo.so.1+0x1234" {
-		t.Fatalf("Name() = %q", got)
+// TestFrameNames: one table for both forms of a frame's name, the one
+// profiles group by (Name) and the one a stack listing prints (Label).
+func TestFrameNames(t *testing.T) {
+	for _, tc := range []struct {
+		f           Frame
+		name, label string
+	}{
+		{Frame{PC: 0x7f0000001234, Module: "/usr/lib/libfoo.so.1", Offset: 0x1234},
+			"libfoo.so.1+0x1234", "libfoo.so.1+0x1234"},
+		{Frame{PC: 0x55000000114f, Function: "main", Offset: 0x2f, Module: "/usr/bin/prog"},
+			"main", "main+0x2f"},
+		{Frame{PC: 0x55000000114f, Function: "main", Module: "/usr/bin/prog"},
+			"main", "main+0x0"},
+		{Frame{PC: 0x7f00000064af, Module: "/lib/libc.so.6", Offset: 0x64af, After: "sleep"},
+			"libc.so.6+0x64af", "libc.so.6+0x64af (after sleep)"},
+		{Frame{PC: 0x55000000114f, Function: "add", Inlined: true, Module: "/usr/bin/prog"},
+			"add", "add"},
+		{Frame{PC: 0x7f0000000fff, Function: SignalFrame, Module: "[vdso]"},
+			SignalFrame, SignalFrame},
+		{Frame{PC: 0x7f1234, Offset: 0x234}, "0x7f1234", "0x7f1234"},
+		{Frame{PC: 0x7f1234, Module: "[vdso]", Offset: 0x234}, "[vdso]+0x234", "[vdso]+0x234"},
+	} {
+		if got := tc.f.Name(); got != tc.name {
+			t.Errorf("%+v: Name() = %q, want %q", tc.f, got, tc.name)
+		}
+		if got := tc.f.Label(); got != tc.label {
+			t.Errorf("%+v: Label() = %q, want %q", tc.f, got, tc.label)
+		}
+	}
+	if got := ModuleBase(""); got != "??" {
+		t.Errorf(`ModuleBase("") = %q, want "??"`, got)
+	}
+	if got := ModuleBase("/a/b/libfoo.so"); got != "libfoo.so" {
+		t.Errorf("ModuleBase = %q, want libfoo.so", got)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -23,7 +22,7 @@ func WriteText(w io.Writer, r *Result) error {
 		ts := &r.Threads[i]
 		fmt.Fprintf(bw, "\nTID %d %q state %s\n", ts.TID, ts.Name, ts.State)
 		for n, f := range ts.Frames {
-			fmt.Fprintf(bw, "#%-2d 0x%016x %s %s [%s]", n, f.PC, frameName(f), moduleName(f.Module), frameMethod(f))
+			fmt.Fprintf(bw, "#%-2d 0x%016x %s %s [%s]", n, f.PC, f.Label(), profile.ModuleBase(f.Module), frameMethod(f))
 			if f.File != "" {
 				fmt.Fprintf(bw, " at %s:%d", f.File, f.Line)
 			}
@@ -50,23 +49,6 @@ func WriteText(w io.Writer, r *Result) error {
 	return bw.Flush()
 }
 
-// frameName is "function+0xoff", or "module+0xoff" with no symbol (and
-// the nearest symbol before it as a hint: "libc.so.6+0x64af (after
-// sleep)"). An inlined frame has no offset of its own: it shares the PC of
-// the frame that contains it.
-func frameName(f profile.Frame) string {
-	if f.Function == "" {
-		if f.After != "" {
-			return f.Name() + " (after " + f.After + ")"
-		}
-		return f.Name()
-	}
-	if f.Inlined || f.Function == "<signal handler called>" {
-		return f.Function
-	}
-	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)
-}
-
 // frameMethod is the unwind method, or "inline" for a frame that exists
 // only in the debug information.
 func frameMethod(f profile.Frame) string {
@@ -74,13 +56,6 @@ func frameMethod(f profile.Frame) string {
 		return "inline"
 	}
 	return f.Method
-}
-
-func moduleName(path string) string {
-	if path == "" {
-		return "??"
-	}
-	return filepath.Base(path)
 }
 
 // WriteSummary prints the pause and wall-time line that goes to stderr.

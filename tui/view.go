@@ -2,7 +2,6 @@ package tui
 
 import (
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -320,7 +319,7 @@ func (m *model) functionsView(height int) []string {
 func (m *model) nameModule(name, module string, w int, selected bool) string {
 	mod := ""
 	if module != "" {
-		mod = "  " + filepath.Base(module)
+		mod = "  " + profile.ModuleBase(module)
 	}
 	nw, mw := ansi.StringWidth(name), ansi.StringWidth(mod)
 	if nw+mw > w {
