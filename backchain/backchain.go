@@ -2,8 +2,6 @@ package backchain
 
 import (
 	"encoding/binary"
-	"errors"
-	"fmt"
 	"math"
 
 	"stacktop/regs"
@@ -20,29 +18,6 @@ const (
 	VDSOReturnOffset = 160 // stack_frame_vdso_wrapper.return_address
 	VDSOFrameSize    = 168 // STACK_FRAME_VDSO_OVERHEAD
 )
-
-// Errors a step can fail with; they are wrapped in *StepError.
-var (
-	ErrNotS390X   = errors.New("back chain is s390x only")
-	ErrNoSP       = errors.New("stack pointer (r15) unknown")
-	ErrMisaligned = errors.New("frame address not 8-byte aligned")
-	ErrMemory     = errors.New("cannot read stack memory")
-	ErrBadRA      = errors.New("implausible return address")
-)
-
-// StepError says which read or check of a back-chain step failed.
-type StepError struct {
-	SP   uint64 // the frame being stepped
-	Addr uint64 // the address read or checked
-	What string // "back chain", "saved r14", "vdso return address", ...
-	Err  error
-}
-
-func (e *StepError) Error() string {
-	return fmt.Sprintf("backchain: frame %#x: %s at %#x: %v", e.SP, e.What, e.Addr, e.Err)
-}
-
-func (e *StepError) Unwrap() error { return e.Err }
 
 // Unwinder steps s390x frames through the back chain. The zero value
 // works; its fields add knowledge of the address space.
@@ -75,19 +50,19 @@ var _ unwind.Stepper = Unwinder{}
 // unwind.ErrOutermost.
 func (u Unwinder) Step(cur *regs.Set, topmost bool, mem unwind.Memory, order binary.ByteOrder) (regs.Set, error) {
 	if cur.Arch != regs.S390X {
-		return regs.Set{}, &StepError{What: "arch " + cur.Arch.String(), Err: ErrNotS390X}
+		return regs.Set{}, stepError(cur.PC, 0, "arch "+cur.Arch.String(), unwind.ErrArch, nil)
 	}
 	sp, ok := cur.Get(regs.S390XSP)
 	if !ok {
-		return regs.Set{}, &StepError{What: "r15", Err: ErrNoSP}
+		return regs.Set{}, stepError(cur.PC, 0, "r15", unwind.ErrRegUnknown, nil)
 	}
 	if sp%8 != 0 {
-		return regs.Set{}, &StepError{SP: sp, Addr: sp, What: "stack pointer", Err: ErrMisaligned}
+		return regs.Set{}, stepError(cur.PC, sp, "stack pointer", unwind.ErrMisaligned, nil)
 	}
 	if order == nil {
 		order = binary.BigEndian
 	}
-	rd := reader{mem: mem, order: order, sp: sp}
+	rd := reader{mem: mem, order: order, pc: cur.PC}
 
 	bc, err := rd.word(sp+OffBackChain, "back chain")
 	if err != nil {
@@ -113,10 +88,10 @@ func (u Unwinder) Step(cur *regs.Set, topmost bool, mem unwind.Memory, order bin
 		return regs.Set{}, unwind.ErrOutermost
 	default:
 		if bc%8 != 0 {
-			return regs.Set{}, &StepError{SP: sp, Addr: bc, What: "back chain", Err: ErrMisaligned}
+			return regs.Set{}, stepError(cur.PC, bc, "back chain", unwind.ErrMisaligned, nil)
 		}
 		if bc > math.MaxUint64-FrameSize {
-			return regs.Set{}, &StepError{SP: sp, Addr: bc, What: "back chain", Err: ErrMemory}
+			return regs.Set{}, stepError(cur.PC, bc, "back chain", unwind.ErrMemory, nil)
 		}
 		if ra, err = rd.word(bc+OffR14, "saved r14"); err != nil {
 			return regs.Set{}, err
@@ -139,7 +114,7 @@ func (u Unwinder) Step(cur *regs.Set, topmost bool, mem unwind.Memory, order bin
 				return next, nil
 			}
 		}
-		return regs.Set{}, &StepError{SP: sp, Addr: ra, What: "return address", Err: ErrBadRA}
+		return regs.Set{}, stepError(cur.PC, ra, "return address", unwind.ErrBadRA, nil)
 	}
 	return caller(ra, spCaller), nil
 }
@@ -172,7 +147,7 @@ func caller(pc, sp uint64) regs.Set {
 type reader struct {
 	mem   unwind.Memory
 	order binary.ByteOrder
-	sp    uint64
+	pc    uint64 // of the frame being stepped, for errors
 }
 
 func (r *reader) word(addr uint64, what string) (uint64, error) {
@@ -188,15 +163,18 @@ func (r *reader) word(addr uint64, what string) (uint64, error) {
 // is kept out of the fast path.
 func (r *reader) slowWord(addr uint64, what string) (uint64, error) {
 	if r.mem == nil || addr > math.MaxInt64-8 {
-		return 0, &StepError{SP: r.sp, Addr: addr, What: what, Err: ErrMemory}
+		return 0, stepError(r.pc, addr, what, unwind.ErrMemory, nil)
 	}
 	var buf [8]byte
 	n, err := r.mem.ReadAt(buf[:], int64(addr))
 	if n != len(buf) {
-		if err == nil {
-			err = ErrMemory
-		}
-		return 0, &StepError{SP: r.sp, Addr: addr, What: what, Err: fmt.Errorf("%w: %w", ErrMemory, err)}
+		return 0, stepError(r.pc, addr, what, unwind.ErrMemory, err)
 	}
 	return r.order.Uint64(buf[:]), nil
+}
+
+// stepError is a failed step in package unwind's vocabulary; the walker
+// adds the frame's index.
+func stepError(pc, addr uint64, what string, sentinel, cause error) *unwind.StepError {
+	return &unwind.StepError{PC: pc, Method: unwind.MethodBackChain, Addr: addr, What: what, Err: sentinel, Cause: cause}
 }

@@ -134,7 +134,7 @@ func TestTopmostLiveR14(t *testing.T) {
 	if err != nil || next.PC != textLo+0x130 || next.SP() != sp {
 		t.Fatalf("topmost: next pc %#x sp %#x err %v", next.PC, next.SP(), err)
 	}
-	if _, err := (Unwinder{IsCode: isCode}).Step(&r2, false, s.window(), binary.BigEndian); !errors.Is(err, ErrBadRA) {
+	if _, err := (Unwinder{IsCode: isCode}).Step(&r2, false, s.window(), binary.BigEndian); !errors.Is(err, unwind.ErrBadRA) {
 		t.Fatalf("not topmost: err = %v, want ErrBadRA", err)
 	}
 }
@@ -168,32 +168,52 @@ func TestStepErrors(t *testing.T) {
 		mem  unwind.Memory
 		want error
 	}{
-		"arch":       {regs.Set{Arch: regs.ARM64}, w, ErrNotS390X},
-		"no sp":      {regs.Set{Arch: regs.S390X}, w, ErrNoSP},
-		"odd sp":     {s390xRegs(textLo, spB+4, 0), w, ErrMisaligned},
-		"unreadable": {s390xRegs(textLo, 0x10, 0), w, ErrMemory},
-		"nil memory": {s390xRegs(textLo, spB, 0), nil, ErrMemory},
-		"huge sp":    {s390xRegs(textLo, 1<<63+8, 0), w, ErrMemory},
+		"arch":       {regs.Set{Arch: regs.ARM64}, w, unwind.ErrArch},
+		"no sp":      {regs.Set{Arch: regs.S390X}, w, unwind.ErrRegUnknown},
+		"odd sp":     {s390xRegs(textLo, spB+4, 0), w, unwind.ErrMisaligned},
+		"unreadable": {s390xRegs(textLo, 0x10, 0), w, unwind.ErrMemory},
+		"nil memory": {s390xRegs(textLo, spB, 0), nil, unwind.ErrMemory},
+		"huge sp":    {s390xRegs(textLo, 1<<63+8, 0), w, unwind.ErrMemory},
 	} {
 		_, err := Unwinder{}.Step(&tc.r, false, tc.mem, binary.BigEndian)
 		if !errors.Is(err, tc.want) {
 			t.Errorf("%s: err = %v, want %v", name, err, tc.want)
 		}
-		var se *StepError
+		var se *unwind.StepError
 		if !errors.As(err, &se) {
-			t.Errorf("%s: %T is not *StepError", name, err)
+			t.Errorf("%s: %T is not *unwind.StepError", name, err)
 		}
 	}
 	// A misaligned back chain.
 	s.put(spB, spB+0x43)
 	cur := s390xRegs(textLo, spB, 0)
-	if _, err := (Unwinder{}).Step(&cur, false, w, binary.BigEndian); !errors.Is(err, ErrMisaligned) {
+	if _, err := (Unwinder{}).Step(&cur, false, w, binary.BigEndian); !errors.Is(err, unwind.ErrMisaligned) {
 		t.Errorf("misaligned back chain: err = %v", err)
 	}
 	// A back chain pointing out of the window: the saved r14 read fails.
 	s.put(spB, 0x7fff0000)
-	if _, err := (Unwinder{}).Step(&cur, false, w, binary.BigEndian); !errors.Is(err, ErrMemory) {
+	if _, err := (Unwinder{}).Step(&cur, false, w, binary.BigEndian); !errors.Is(err, unwind.ErrMemory) {
 		t.Errorf("back chain outside memory: err = %v", err)
+	}
+}
+
+// A failed back-chain step ends the walk in unwind's vocabulary: the same
+// sentinel and *unwind.StepError an SFrame or frame-pointer step gives,
+// with the walker's frame index, the method and what was read.
+func TestWalkStopsInUnwindVocabulary(t *testing.T) {
+	s := newStack(low, 0x1000)
+	spB := chain(s)
+	spA := spB + 176
+	s.put(spA, 0x7fff0000) // a's back chain leads out of the stack
+	r := s390xRegs(textLo+0x300, spB, 0)
+	st := unwind.Walk(r, s.window(), unwind.NewModuleList(unwind.Module{Start: textLo, End: textHi, Path: "exe"}),
+		unwind.Options{Fallback: Unwinder{IsCode: isCode}})
+	var se *unwind.StepError
+	if st.Complete || !errors.Is(st.Err, unwind.ErrMemory) || !errors.As(st.Err, &se) {
+		t.Fatalf("complete=%v err=%v, want a *unwind.StepError wrapping unwind.ErrMemory", st.Complete, st.Err)
+	}
+	if se.Frame != 1 || se.PC != textLo+0x200 || se.Method != unwind.MethodBackChain || se.Addr != 0x7fff0000+OffR14 || se.What != "saved r14" {
+		t.Errorf("StepError = %+v, want frame 1 at a's PC, backchain, saved r14 at %#x", se, 0x7fff0000+OffR14)
 	}
 }
 

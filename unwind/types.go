@@ -90,7 +90,10 @@ type RowFinder interface {
 // Stepper is an unwinding method other than SFrame and CFI, tried for a
 // frame neither covers. The s390x back chain plugs in here. Step returns the
 // caller's registers (at least PC and SP; FP when known) or ErrOutermost;
-// the walker applies its own SP guards to the result. order is the target's
+// the walker applies its own SP guards to the result. A step that fails
+// returns a *StepError wrapping one of this package's sentinels (ErrMemory,
+// ErrMisaligned, ErrBadRA, ...), which becomes Stack.Err; any other error
+// ends the walk with ErrNoUnwindInfo caused by it. order is the target's
 // byte order for reading words from mem.
 type Stepper interface {
 	Step(cur *regs.Set, topmost bool, mem Memory, order binary.ByteOrder) (regs.Set, error)

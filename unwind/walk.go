@@ -59,6 +59,7 @@ func Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack {
 type stepFail struct {
 	err   error // sentinel; nil means no failure
 	addr  uint64
+	what  string // a Stepper's StepError.What
 	cause error
 }
 
@@ -143,7 +144,7 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			method, outermost, f = w.step(cur, next, mod, exact, exact)
 		}
 		if f.err != nil {
-			st.Err = &StepError{Frame: idx, PC: cur.PC, Method: method, Addr: f.addr, Err: f.err, Cause: f.cause}
+			st.Err = &StepError{Frame: idx, PC: cur.PC, Method: method, Addr: f.addr, What: f.what, Err: f.err, Cause: f.cause}
 			break
 		}
 		if outermost || next.PC == 0 {
@@ -532,6 +533,11 @@ func (w *Walker) fallback(fb Stepper, cur, next *regs.Set, topmost bool) (bool, 
 		return true, stepFail{}
 	}
 	if err != nil {
+		// A Stepper speaks the walker's vocabulary: its *StepError
+		// becomes the walk's, with the frame index added.
+		if se := (*StepError)(nil); errors.As(err, &se) {
+			return false, stepFail{err: se.Err, addr: se.Addr, what: se.What, cause: se.Cause}
+		}
 		return false, stepFail{err: ErrNoUnwindInfo, cause: err}
 	}
 	a := cur.Arch
