@@ -39,7 +39,7 @@ var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_.]*$`)
 func ParseTag(s string) (k, v string, err error) {
 	k, v, ok := strings.Cut(s, "=")
 	if !ok || !labelName.MatchString(k) {
-		return "", "", fmt.Errorf("--tag %q: want NAME=VALUE, NAME of letters, digits, _ and .", s)
+		return "", "", fmt.Errorf("--tag %q: want NAME=VALUE, NAME of letters, digits, \"_\" and \".\"", s)
 	}
 	if strings.ContainsAny(v, "{},=") {
 		return "", "", fmt.Errorf("--tag %q: the value may not contain {, }, = or ,", s)

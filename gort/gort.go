@@ -19,6 +19,7 @@ var (
 	// so the offsets of g, m and gobuf fields are unknown.
 	ErrNoDWARF = errors.New("no DWARF types of the Go runtime (built with -ldflags=-w or stripped)")
 	// ErrArch: the switch is not followed on this architecture yet.
+	//lint:ignore ST1005 "Go" is a proper noun.
 	ErrArch = errors.New("Go stack switches are followed on amd64 and arm64 only")
 )
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The project's test command (README "Test"): static checks, then every
+# The project's test command (README "Test"): static checks (go vet, then
+# scripts/lint.sh: gofmt and a pinned staticcheck), then every
 # package's tests, including the live ptrace tests (they need root or
 # CAP_SYS_PTRACE and gdb; without them those tests skip and say why), then,
 # when CI=true or STACKTOP_EMU=1 (and as root), the live tests on s390x and
@@ -12,6 +13,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 echo "== go vet"
 go vet ./...
+./scripts/lint.sh
 echo "== go test"
 # One package at a time (-p 1): the live tests measure CPU splits and
 # stop latencies of real targets, and on a 2-core machine two packages'

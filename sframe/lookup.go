@@ -98,14 +98,6 @@ func (s *Section) sorted(k int) int {
 	return int(s.order[k])
 }
 
-// sizeField is the offset of the function size inside an FDE.
-func (s *Section) sizeField() uint64 {
-	if s.hdr.Version == 3 {
-		return 8
-	}
-	return 4
-}
-
 func (s *Section) lookup(pc uint64, r *Row) error {
 	k, ok := s.find(pc)
 	if !ok {
