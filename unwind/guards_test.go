@@ -224,10 +224,10 @@ func TestStackWindow(t *testing.T) {
 	binary.BigEndian.PutUint64(w.Bytes[8:], 0x0102030405060708)
 
 	// Inside: served from the window, in the byte order asked for.
-	if v, err := ReadWord(w, 0x1018, binary.BigEndian); err != nil || v != 0x0102030405060708 || fb.calls != 0 {
+	if v, err := readWord(w, 0x1018, binary.BigEndian); err != nil || v != 0x0102030405060708 || fb.calls != 0 {
 		t.Errorf("inside: %#x %v (fallback calls %d)", v, err, fb.calls)
 	}
-	if v, _ := ReadWord(w, 0x1018, binary.LittleEndian); v != 0x0807060504030201 {
+	if v, _ := readWord(w, 0x1018, binary.LittleEndian); v != 0x0807060504030201 {
 		t.Errorf("inside little-endian: %#x", v)
 	}
 	// Outside and straddling: the whole read goes to the fallback.
@@ -252,8 +252,8 @@ func TestStackWindow(t *testing.T) {
 	if n, err := w.ReadAt(p, -8); n != 0 || err == nil {
 		t.Errorf("negative offset: n %d err %v", n, err)
 	}
-	if _, err := ReadWord(w, ^uint64(0)-3, binary.LittleEndian); err == nil {
-		t.Errorf("ReadWord at the top of the address space succeeded")
+	if _, err := readWord(w, ^uint64(0)-3, binary.LittleEndian); err == nil {
+		t.Errorf("readWord at the top of the address space succeeded")
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"testing"
 
 	"stacktop/regs"
@@ -162,4 +164,21 @@ func checkStop(t *testing.T, st Stack, want error, wantFrame int) {
 	if se.Frame != wantFrame {
 		t.Errorf("err at frame %d, want %d (%v)", se.Frame, wantFrame, st.Err)
 	}
+}
+
+// readWord reads the 8-byte word at addr in the given byte order, as a
+// Stepper does (package backchain has its own, allocation-free, reader).
+func readWord(mem Memory, addr uint64, order binary.ByteOrder) (uint64, error) {
+	var b [8]byte
+	if addr > math.MaxInt64-8 {
+		return 0, ErrOutsideWindow
+	}
+	n, err := mem.ReadAt(b[:], int64(addr))
+	if n == len(b) {
+		return order.Uint64(b[:]), nil
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	return 0, err
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"math"
 	"sort"
 
 	"stacktop/regs"
@@ -63,23 +62,6 @@ func ByteOrder(a regs.Arch) binary.ByteOrder {
 		return binary.BigEndian
 	}
 	return binary.LittleEndian
-}
-
-// ReadWord reads the 8-byte word at addr in the given byte order. It is a
-// convenience for Steppers; the walker has an allocation-free copy.
-func ReadWord(mem Memory, addr uint64, order binary.ByteOrder) (uint64, error) {
-	var b [8]byte
-	if addr > math.MaxInt64-8 {
-		return 0, ErrOutsideWindow
-	}
-	n, err := mem.ReadAt(b[:], int64(addr))
-	if n == len(b) {
-		return order.Uint64(b[:]), nil
-	}
-	if err == nil {
-		err = io.ErrUnexpectedEOF
-	}
-	return 0, err
 }
 
 // ModuleList is a Modules over modules sorted by Start with

@@ -150,14 +150,14 @@ func (*backChain) Method() Method { return MethodBackChain }
 
 func (b *backChain) Step(cur *regs.Set, topmost bool, mem Memory, order binary.ByteOrder) (regs.Set, error) {
 	b.calls++
-	bc, err := ReadWord(mem, cur.SP(), order)
+	bc, err := readWord(mem, cur.SP(), order)
 	if err != nil {
 		return regs.Set{}, err
 	}
 	if bc == 0 {
 		return regs.Set{}, ErrOutermost
 	}
-	ra, err := ReadWord(mem, bc+112, order)
+	ra, err := readWord(mem, bc+112, order)
 	if err != nil {
 		return regs.Set{}, err
 	}
