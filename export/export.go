@@ -64,11 +64,6 @@ func FormatFromPath(path string) (Format, bool) {
 	return 0, false
 }
 
-// Write writes p to w in format f.
-func Write(w io.Writer, p *profile.Profile, f Format) error {
-	return WriteOptions(w, p, f, Options{})
-}
-
 // Options are the choices record offers for every format.
 type Options struct {
 	// Threads puts a root frame "NAME TID" above every stack (folded,

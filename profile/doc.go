@@ -19,12 +19,17 @@
 // lets the terminal UI render without locks and without ever blocking the
 // sampler.
 //
-// Merge joins the snapshots of several processes' profiles into one
+// A Merger joins the snapshots of several processes' profiles into one
 // (record and top with several -p): each Thread keeps its process in PID.
-// A Merger merges successive snapshots of the same processes with stable
-// stack ids, so an earlier merge's Aggregate subtracts from a later one.
-// Every copy that re-numbers or drops stacks or threads (Merge,
-// SelectThreads, export's ThreadRooted) treats Folded like Events.
+// Successive merges of the same processes keep stable stack ids, so an
+// earlier merge's Aggregate subtracts from a later one. Every copy that
+// re-numbers or drops stacks or threads (Merger.Merge, SelectThreads,
+// export's ThreadRooted) treats Folded like Events.
+//
+// A frame's name is made here, once for every output: Frame.Name (the
+// function, or module+0xoff) is what profiles, flame graphs and top group
+// by; Frame.Label adds the offset into the function for stack listings
+// (dump); ModuleBase is a module's file name as both show it.
 // SelectThreads keeps some threads of a snapshot (--thread-name).
 //
 // Stacks are leaf first, as in pprof: Frames[0] is the innermost frame.

@@ -7,29 +7,12 @@ import (
 	"time"
 )
 
-// Merge returns one profile holding the samples of several, each recorded
-// from its own process (record -p A,B, --subprocesses): stacks are
-// interned again, event times moved to the earliest Start, and each
-// thread keeps its process in Thread.PID. TIDs are unique across the
-// system while the threads live, so threads stay apart. The inputs are
-// not modified; the result is read-only, like a Snapshot. Merge of one
-// profile returns it. To merge successive snapshots of the same growing
-// profiles with stable stack ids, use a Merger.
-func Merge(ps ...*Profile) *Profile {
-	if len(ps) == 1 {
-		return ps[0]
-	}
-	var m Merger
-	return m.Merge(ps...)
-}
-
 // Merger merges successive snapshots of the same profiles, given in the
 // same order each time (more may be appended), with stable stack ids: a
 // stack keeps the id it got at its first merge, so an Aggregate of an
 // earlier merge (top's reset base, see Aggregate.Minus) names the same
-// stacks as a later one. Merge alone interns the first profile's stacks
-// first, so a new stack in it would shift the ids of the others'. The zero
-// Merger is ready; it is not safe for concurrent use.
+// stacks as a later one. The zero Merger is ready; it is not safe for
+// concurrent use.
 type Merger struct {
 	acc *Profile // only its interned stacks, index and methods are used
 	// ids[i][j] is the merged id of stack j of input i; seen[i][j] the
@@ -38,9 +21,14 @@ type Merger struct {
 	seen [][][]Frame
 }
 
-// Merge is the package's Merge with the Merger's stable ids. Unlike it, it
-// also returns a copy for a single profile (its Command unchanged), so the
-// ids stay put when a second process joins.
+// Merge returns one profile holding the samples of several, each recorded
+// from its own process (record -p A,B, --subprocesses): stacks are
+// interned again, event times moved to the earliest Start, and each
+// thread keeps its process in Thread.PID. TIDs are unique across the
+// system while the threads live, so threads stay apart. The inputs are
+// not modified; the result is read-only, like a Snapshot. A single
+// profile is copied too (its Command unchanged), so the ids stay put when
+// a second process joins.
 func (m *Merger) Merge(ps ...*Profile) *Profile {
 	if len(ps) == 0 {
 		return New(0, "", time.Time{}, 0)

@@ -23,7 +23,7 @@ func TestMerge(t *testing.T) {
 		b.Add(Sample{TID: 21, ThreadName: "worker", Time: t0.Add(time.Duration(i) * 10 * time.Millisecond), Frames: fr("leaf", "main")})
 	}
 	b.Add(Sample{TID: 21, ThreadName: "worker", Time: t0.Add(50 * time.Millisecond), Frames: fr("other", "main"), Truncated: true})
-	m := Merge(a.Snapshot(), b.Snapshot())
+	m := new(Merger).Merge(a.Snapshot(), b.Snapshot())
 	if m.Samples != 7 || m.Truncated != 1 {
 		t.Fatalf("merged %d samples (%d truncated), want 7 (1)", m.Samples, m.Truncated)
 	}
@@ -122,7 +122,7 @@ func TestMergeFolded(t *testing.T) {
 	// b interns a stack a lacks first, so its ids differ from the merged ones.
 	b := New(2, "b", t0.Add(time.Second), 10*time.Millisecond)
 	foldedRun(t, b, 20, stack("only_b", "main"))
-	m := Merge(a.Snapshot(), b.Snapshot())
+	m := new(Merger).Merge(a.Snapshot(), b.Snapshot())
 	got := m.Aggregate(0)
 	if want := a.Samples + b.Samples; got.Total != want || m.Samples != want {
 		t.Fatalf("merged aggregate %d samples (Samples %d), want %d", got.Total, m.Samples, want)
@@ -135,7 +135,7 @@ func TestMergeFolded(t *testing.T) {
 		t.Errorf("merged counts by stack\n got %v\nwant %v", g, want)
 	}
 	// Two copies of one profile: twice its samples.
-	if two := Merge(a.Snapshot(), a.Snapshot()).Aggregate(0); two.Total != 2*a.Samples {
+	if two := new(Merger).Merge(a.Snapshot(), a.Snapshot()).Aggregate(0); two.Total != 2*a.Samples {
 		t.Errorf("two copies merged hold %d samples, want %d", two.Total, 2*a.Samples)
 	}
 }

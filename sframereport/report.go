@@ -453,15 +453,10 @@ func WriteRows(w io.Writer, rep *FileReport) error {
 	return writeReadelf(w, name, rep.sec, rep.starts)
 }
 
-// WriteReadelf prints a decoded section the way binutils 2.46
+// writeReadelf prints a decoded section the way binutils 2.46
 // `readelf --sframe` does (V1 sections, which 2.46 refuses to dump, are
-// printed in the same notation).
-func WriteReadelf(w io.Writer, name string, sec *sframe.Section) error {
-	return writeReadelf(w, name, sec, nil)
-}
-
-// writeReadelf is WriteReadelf with some function starts replaced (those of
-// a relocatable object, see FileReport.starts).
+// printed in the same notation), with some function starts replaced (those
+// of a relocatable object, see FileReport.starts).
 func writeReadelf(w io.Writer, name string, sec *sframe.Section, starts map[int]uint64) error {
 	h := sec.Header()
 	writeHeader(w, name, h)

@@ -1,25 +1,34 @@
-// Package symbols names code addresses from ELF symbol tables. It is the
-// last step before output: unwind hands over frames as (module, ELF
-// virtual address) pairs, and symbols turns each into "function+0xoff",
-// or "module+0xoff" when nothing covers the address, so a frame is never
-// dropped for lack of a name.
+// Package symbols names code addresses from ELF symbol tables, and JIT
+// code from perf maps. unwind hands over frames as (module, ELF virtual
+// address) pairs; a Table says which function covers an address, or which
+// symbol precedes it when none does. Turning that into a frame's printed
+// name ("function+0xoff", or "module+0xoff" when nothing covers the
+// address, so a frame is never dropped for lack of a name) is package
+// profile's (Frame.Name, Frame.Label), the same for every output.
 //
 // # Lifecycle
 //
-// The caller (procmaps' module cache) opens each object once, calls Load
-// with the *elf.File (or LoadReaderAt with the raw bytes) and keeps the
-// resulting *Table for as long as the object stays mapped. A Table is
+// The caller, the sampler's symbolizer, keeps one Table per mapped object
+// for as long as the object stays mapped. It opens the object once, asks
+// package debuginfo for the object's separate debug file and its
+// MiniDebugInfo, and calls LoadWithDebug with all of them (Load when
+// there are none, or when the debug files are corrupt). A Table is
 // immutable apart from a per-symbol demangling cache and is safe for
-// concurrent use. Lookup takes an ELF virtual address: the caller
-// subtracts the module's load bias first. Lookup is a binary search over a
-// sorted []uint64 and does not allocate; C++ and Rust names are demangled
-// on the first Lookup that returns them, because demangling costs tens of
-// microseconds per name and a profile touches a small fraction of a
-// library's symbols. Describe, FormatFrame and ModuleOffsetName format
-// the result for dump and record.
+// concurrent use. Lookup and Preceding take an ELF virtual address: the
+// caller subtracts the module's load bias first. Lookup is a binary search
+// over a sorted []uint64 and does not allocate; C++ and Rust names are
+// demangled on the first Lookup that returns them, because demangling
+// costs tens of microseconds per name and a profile touches a small
+// fraction of a library's symbols. Demangle is exported for package
+// debuginfo, which demangles DWARF's linkage names the same way.
+//
+// ParsePerfMap reads the /tmp/perf-PID.map a JIT compiler writes (the
+// caller reads the file); a PerfMap names addresses in anonymous memory,
+// where no module is.
 //
 // This package does not touch processes: it imports nothing from
-// ptrace, procmaps or unwind, and reads only the ELF object it is given.
+// ptrace, procmaps or unwind, and reads only the ELF object (or perf map
+// bytes) it is given.
 //
 // # What is covered
 //
@@ -43,7 +52,7 @@
 // Corrupt objects give a *FormatError naming the section being decoded;
 // panics inside debug/elf are recovered into one.
 //
-// # What comes later, and where it plugs in
+// # Around it
 //
 //   - Separate debug files and MiniDebugInfo: LoadWithDebug(f, debug...)
 //     merges the .symtab of each debug file (package debuginfo finds them
@@ -53,7 +62,7 @@
 //   - DWARF line tables and inlined frames live in package debuginfo
 //     (Lines.Frames); Table stays the cheap first answer and the fallback
 //     when there is no DWARF.
-//   - Go binaries: .gopclntab gives function names (and inlining) even in
-//     stripped Go binaries; debug/gosym reads it. It would add candidates
-//     from the pclntab when .symtab is missing.
+//   - Go binaries: package debuginfo reads .gopclntab (debug/gosym), whose
+//     function names the symbolizer uses when .symtab has none (stripped
+//     Go binaries); Table itself reads only ELF symbol tables.
 package symbols

@@ -27,7 +27,7 @@ func FuzzLoad(f *testing.F) {
 		f.Add(b[:len(b)/2]) // section headers cut off
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tab, err := LoadReaderAt(bytes.NewReader(data))
+		tab, err := loadReaderAt(bytes.NewReader(data))
 		if err != nil {
 			if tab != nil {
 				t.Fatal("error with a table")

@@ -155,9 +155,9 @@ func (t *Table) Preceding(vaddr uint64) (Symbol, bool) {
 	return t.symbol(i - 1), true
 }
 
-// LoadReaderAt parses the ELF object in r and loads its symbols. Unlike
+// loadReaderAt parses the ELF object in r and loads its symbols. Unlike
 // elf.NewFile it never panics on corrupt input.
-func LoadReaderAt(r io.ReaderAt) (t *Table, err error) {
+func loadReaderAt(r io.ReaderAt) (t *Table, err error) {
 	var f *elf.File
 	func() {
 		defer func() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -179,15 +178,6 @@ func (e *ExportError) Error() string             { return e.Err.Error() }
 func (e *ExportError) Unwrap() error             { return e.Err }
 func (e *ExportError) Retryable() bool           { return e.Retry }
 func (e *ExportError) RetryAfter() time.Duration { return e.After }
-
-// Retryable reports whether err is worth another try.
-func Retryable(err error) bool {
-	var ee *ExportError
-	if errors.As(err, &ee) {
-		return ee.Retry
-	}
-	return false
-}
 
 // NewClient returns a client for cfg. gRPC connects lazily: an endpoint
 // that is down shows in Export's error, not here.

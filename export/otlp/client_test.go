@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -68,7 +69,7 @@ func TestParseHTTPReply(t *testing.T) {
 		t.Errorf("200: %v", err)
 	}
 	part, _ := proto.Marshal(&collpb.ExportProfilesServiceResponse{PartialSuccess: &collpb.ExportProfilesPartialSuccess{RejectedProfiles: 2, ErrorMessage: "bad"}})
-	if err := ParseHTTPReply(200, "", part); err == nil || Retryable(err) || !strings.Contains(err.Error(), "rejected 2") {
+	if err := ParseHTTPReply(200, "", part); err == nil || retryable(err) || !strings.Contains(err.Error(), "rejected 2") {
 		t.Errorf("partial: %v", err)
 	}
 	st, _ := proto.Marshal(&status.Status{Code: 14, Message: "overloaded"})
@@ -77,7 +78,7 @@ func TestParseHTTPReply(t *testing.T) {
 	if !asExport(err, &ee) || !ee.Retry || ee.After != 7*time.Second || !strings.Contains(err.Error(), "overloaded") {
 		t.Errorf("503: %v", err)
 	}
-	if err := ParseHTTPReply(400, "", []byte("bad things")); err == nil || Retryable(err) || !strings.Contains(err.Error(), "bad things") {
+	if err := ParseHTTPReply(400, "", []byte("bad things")); err == nil || retryable(err) || !strings.Contains(err.Error(), "bad things") {
 		t.Errorf("400: %v", err)
 	}
 }
@@ -123,4 +124,10 @@ func FuzzParseKeyValues(f *testing.F) {
 			}
 		}
 	})
+}
+
+// retryable is what package fleet asks of an export error.
+func retryable(err error) bool {
+	var ee *ExportError
+	return errors.As(err, &ee) && ee.Retryable()
 }

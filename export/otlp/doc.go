@@ -28,7 +28,8 @@
 // Build reads an immutable profile (a snapshot, or a window of one made by
 // package fleet) and returns a request; it keeps no state. A Client is made
 // once per endpoint (NewClient), used by one uploader goroutine, and closed
-// at the end. Send reports whether a failure is worth retrying (Retryable).
+// at the end. A failed Export returns an *ExportError whose Retryable says
+// whether sending the request again may succeed.
 //
 // # Attributes
 //
