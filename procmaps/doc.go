@@ -7,9 +7,18 @@
 // ParseMaps, ParseStat, ParseSchedstat and ParseStatus are strict parsers
 // of kernel text. Input that does not have the kernel's shape is an error
 // (*ParseError, *StatError, *StatusError) saying where and what, never a
-// guess and never a panic; each has a fuzz target. The other packages
-// (ptrace included) read /proc through these, not their own scans. The comm field of stat is cut at the last ')' because a thread
-// may name itself anything, parentheses included.
+// guess and never a panic; each has a fuzz target. The comm field of stat
+// is cut at the last ')' because a thread may name itself anything,
+// parentheses included.
+//
+// The aim is that no other package reads /proc itself. Not yet so: ptrace
+// reads comm, cgroup and yama's ptrace_scope to explain a refused attach
+// (errors.go), /proc/thread-self/children (tracer.go) and /proc/PID/mem;
+// the sampler reads /proc/PID/exe and the JIT perf map under
+// /proc/PID/root; cmd/stacktop scans task/*/children for
+// --subprocesses; debuginfo looks up debug files under /proc/PID/root;
+// and emu/capture, the emulated guest's init, mounts and reads /proc
+// itself.
 //
 // # Lifecycle
 //
