@@ -1,10 +1,7 @@
 package stackdump
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +19,15 @@ import (
 // (runtime/debug.WriteHeapDump, method gostack), main.dumpHeap, main.main's
 // closure, and runtime.goexit, where the walk is complete.
 func TestDistroGoSystemstack(t *testing.T) {
-	writeNR, ok := map[string]string{"amd64": "1", "arm64": "64"}[runtime.GOARCH]
+	writeNR, ok := map[string]int{"amd64": 1, "arm64": 64}[runtime.GOARCH]
 	if !ok {
 		t.Skip("Go stack switches are followed on amd64 and arm64 only")
 	}
 	needGDB(t)
 	tg := targets.Start(t, "goprog", "systemstack")
-	waitThreadSyscall(t, tg.PID(), "gosys", writeNR)
+	if err := targets.WaitSyscall(tg.PID(), "gosys", writeNR, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
 	res := compareStopped(t, tg, distroWant{
 		outermost: []string{"runtime.goexit", "runtime.clone", "runtime.mcall", "runtime.mstart", "runtime.rt0_go"},
 		threads:   map[string]string{"gosys": "main.dumpHeap"},
@@ -81,27 +80,4 @@ func indexOf(list []string, s string) int {
 		}
 	}
 	return -1
-}
-
-// waitThreadSyscall waits until pid's thread named comm is blocked in the
-// system call numbered nr (the first field of /proc/PID/task/TID/syscall).
-func waitThreadSyscall(t *testing.T, pid int, comm, nr string) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	task := filepath.Join("/proc", strconv.Itoa(pid), "task")
-	for time.Now().Before(deadline) {
-		dirs, _ := os.ReadDir(task)
-		for _, d := range dirs {
-			c, _ := os.ReadFile(filepath.Join(task, d.Name(), "comm"))
-			if strings.TrimSpace(string(c)) != comm {
-				continue
-			}
-			sc, _ := os.ReadFile(filepath.Join(task, d.Name(), "syscall"))
-			if f := strings.Fields(string(sc)); len(f) > 0 && f[0] == nr {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("thread %s of %d not in system call %s after 20 s", comm, pid, nr)
 }

@@ -12,14 +12,17 @@
 //
 // "capture test [-snapshots] FIXTURE..." starts each fixture (through
 // "capture spawn", so it is not this process's child: a tracer's wait
-// must not race os/exec), attaches with package ptrace, freezes it,
+// must not race os/exec; internal/targets does the same with a shell,
+// which the initramfs does not have), attaches with package ptrace, freezes it,
 // samples every thread, and unwinds each sample with package unwind
 // (SFrame, then frame pointers on arm64 or the back chain on s390x). The
 // spinning threads' stacks are known by construction (testdata/cross/
 // spin.c); each must start with its known chain, every caller found by the
 // method the fixture's build calls for. With -snapshots the deep and leaf
 // threads are printed as unwind.Snapshot JSON (gzip, base64, between
-// markers) with a symbol sidecar, for emu/run.sh to store.
+// markers) with a symbol sidecar, for emu/run.sh to store. Thread names
+// come from procmaps, and the wait for goprog's thread to block in a
+// system call is internal/targets' WaitSyscall, as in the live tests.
 package main
 
 import (
@@ -44,6 +47,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/backchain"
+	"stacktop/internal/targets"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/regs"
@@ -205,21 +209,9 @@ func goSystemstackCheck() error {
 		return fmt.Errorf("no ready line (%q, %v)", line, err)
 	}
 	pid := cmd.Process.Pid
-	const writeNR = "64" // arm64
-	deadline := time.Now().Add(20 * time.Second)
-	for blocked := false; !blocked; {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("thread gosys not blocked in write after 20 s")
-		}
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		for _, d := range tasks {
-			tid, _ := strconv.Atoi(d.Name())
-			sc, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
-			if comm(pid, tid) == "gosys" && strings.HasPrefix(string(sc), writeNR+" ") {
-				blocked = true
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	const writeNR = 64 // arm64
+	if err := targets.WaitSyscall(pid, "gosys", writeNR, 20*time.Second); err != nil {
+		return err
 	}
 	fmt.Printf("=== stacktop dump -p %d --thread-name gosys (goprog systemstack)\n", pid)
 	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "gosys").CombinedOutput()
@@ -490,9 +482,10 @@ func testFixture(tr *ptrace.Tracer, fixture string, rounds int, snapshots bool) 
 	return firstErr
 }
 
+// comm is thread tid's name, "" when it cannot be read.
 func comm(pid, tid int) string {
-	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
-	return strings.TrimSpace(string(b))
+	st, _ := procmaps.ReadStat(pid, tid)
+	return st.Comm
 }
 
 func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64, want unwind.Method, print, snapshots bool) error {

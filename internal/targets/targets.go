@@ -255,9 +255,6 @@ func (t *Target) kill() {
 // PID returns the target's process id.
 func (t *Target) PID() int { return t.pid }
 
-// Name returns the target's name as given to Start.
-func (t *Target) Name() string { return t.name }
-
 // Output returns what the target printed on stdout and stderr so far.
 func (t *Target) Output() string { return t.out.String() }
 

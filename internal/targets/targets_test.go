@@ -225,3 +225,23 @@ func (f *fakeTB) Fatalf(format string, args ...any) {
 	}
 	runtime.Goexit()
 }
+
+// TestWaitSyscall: chains' sysread thread blocks in read(2); no thread of
+// that name is in write(2), and no thread has a name that is not there.
+func TestWaitSyscall(t *testing.T) {
+	nr, ok := map[string][2]int{"amd64": {0, 1}, "arm64": {63, 64}}[runtime.GOARCH]
+	if !ok {
+		t.Skipf("no system call numbers for %s", runtime.GOARCH)
+	}
+	read, write := nr[0], nr[1]
+	tg := Start(t, "chains-sframe3")
+	if err := WaitSyscall(tg.PID(), "sysread", read, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := WaitSyscall(tg.PID(), "sysread", write, 100*time.Millisecond); err == nil {
+		t.Error("sysread reported in write(2)")
+	}
+	if err := WaitSyscall(tg.PID(), "no-such-thread", read, 100*time.Millisecond); err == nil {
+		t.Error("a thread that does not exist reported in read(2)")
+	}
+}
