@@ -22,7 +22,7 @@ func FuzzInspect(f *testing.F) {
 	// input's size) instead of fuzzing; TestInspectFixturesAllOK covers
 	// them.
 	f.Fuzz(func(t *testing.T, data []byte) {
-		rep := InspectReader("fuzz", bytes.NewReader(data), Options{Functions: true, Top: -1})
+		rep := inspectReader("fuzz", bytes.NewReader(data), Options{Functions: true, Top: -1})
 		switch rep.Status {
 		case StatusOK:
 			if err := WriteRows(io.Discard, rep); err != nil {

@@ -39,18 +39,18 @@ func regName(abi sframe.ABI, reg uint16) string {
 	return fmt.Sprintf("r%d", reg)
 }
 
-// VersionName is the dumper's name of a format version.
-func VersionName(v uint8) string {
+// versionName is the dumper's name of a format version.
+func versionName(v uint8) string {
 	if v >= 1 && v <= 3 {
 		return fmt.Sprintf("SFRAME_VERSION_%d", v)
 	}
 	return fmt.Sprintf("SFRAME_VERSION_%d (unknown)", v)
 }
 
-// FlagNames lists the flag names the 2.46 dumper prints for a header, in its
+// flagNames lists the flag names the 2.46 dumper prints for a header, in its
 // order; a residual unknown bit set is printed as a decimal number, as the
 // dumper does. FRAME_POINTER is a name only before V3.
-func FlagNames(version uint8, f sframe.Flags) []string {
+func flagNames(version uint8, f sframe.Flags) []string {
 	var names []string
 	take := func(bit sframe.Flags, name string) {
 		if f&bit != 0 {
@@ -69,9 +69,9 @@ func FlagNames(version uint8, f sframe.Flags) []string {
 	return names
 }
 
-// FuncAttr is the dumper's attr string for an FDE: "S" signal trampoline,
+// funcAttr is the dumper's attr string for an FDE: "S" signal trampoline,
 // "F" flexible FDE, both, or "".
-func FuncAttr(f sframe.Func) string {
+func funcAttr(f sframe.Func) string {
 	var b strings.Builder
 	if f.Signal {
 		b.WriteByte('S')
@@ -82,7 +82,7 @@ func FuncAttr(f sframe.Func) string {
 	return b.String()
 }
 
-// RowColumns returns the CFA, FP and RA columns of one row as the dumper
+// rowColumns returns the CFA, FP and RA columns of one row as the dumper
 // prints them, or ok=false for an "RA undefined" (outermost) row.
 //
 // Default and flex FDEs are printed by different code in the dumper and
@@ -91,7 +91,7 @@ func FuncAttr(f sframe.Func) string {
 // header has a fixed RA offset; a flex FDE prints "sp-8" ("%s%+d"), puts
 // parentheses around dereferenced register rules only, and prints "U" for a
 // padding RA word even when the header has a fixed RA offset.
-func RowColumns(h sframe.Header, f sframe.Func, r sframe.Row) (cfa, fp, ra string, ok bool) {
+func rowColumns(h sframe.Header, f sframe.Func, r sframe.Row) (cfa, fp, ra string, ok bool) {
 	if r.Outermost {
 		return "", "", "", false
 	}
@@ -175,8 +175,8 @@ func flexDisp(abi sframe.ABI, r sframe.Rule) string {
 func writeHeader(w io.Writer, section string, h sframe.Header) {
 	fmt.Fprintf(w, "Contents of the SFrame section %s:\n", section)
 	fmt.Fprintf(w, "  Header :\n\n")
-	fmt.Fprintf(w, "    Version: %s\n", VersionName(h.Version))
-	names := FlagNames(h.Version, h.Flags)
+	fmt.Fprintf(w, "    Version: %s\n", versionName(h.Version))
+	names := flagNames(h.Version, h.Flags)
 	if len(names) == 0 {
 		fmt.Fprintf(w, "%11sNONE\n", "Flags: ")
 	}
@@ -203,7 +203,7 @@ func writeHeader(w io.Writer, section string, h sframe.Header) {
 // one line per row.
 func writeFunc(w io.Writer, h sframe.Header, f sframe.Func, rows []sframe.Row) {
 	fmt.Fprintf(w, "\n    func idx [%d]: pc = %#x, size = %d bytes", f.Index, f.Start, f.Size)
-	if a := FuncAttr(f); a != "" {
+	if a := funcAttr(f); a != "" {
 		fmt.Fprintf(w, ", attr = %q", a)
 	}
 	if (h.ABI == sframe.ABIAArch64BigEndian || h.ABI == sframe.ABIAArch64LittleEndian) && f.PAuthKeyB {
@@ -216,7 +216,7 @@ func writeFunc(w io.Writer, h sframe.Header, f sframe.Func, rows []sframe.Row) {
 	fmt.Fprintf(w, "\n    %-7s%-8s %-10s%-10s%-13s", "STARTPC", marker, "CFA", "FP", "RA")
 	for _, r := range rows {
 		fmt.Fprintf(w, "\n    %016x", r.Start)
-		cfa, fp, ra, ok := RowColumns(h, f, r)
+		cfa, fp, ra, ok := rowColumns(h, f, r)
 		if !ok {
 			fmt.Fprint(w, "  RA undefined")
 			continue

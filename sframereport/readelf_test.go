@@ -51,13 +51,13 @@ func TestRowColumns(t *testing.T) {
 		{"flex RA same, fixed header", amd64Hdr, flex, sframe.Row{CFA: reg(7, 8)}, "sp+8 u f"},
 		{"flex FP deref register", s390xHdrV2, flex, sframe.Row{CFA: reg(15, 160), FP: dreg(6, -8)}, "sp+160 (r6-8) u"},
 	} {
-		cfa, fp, ra, ok := RowColumns(tc.h, tc.f, tc.r)
+		cfa, fp, ra, ok := rowColumns(tc.h, tc.f, tc.r)
 		got := strings.Join([]string{cfa, fp, ra}, " ")
 		if !ok || got != tc.want {
 			t.Errorf("%s: got %q (ok %v), want %q", tc.name, got, ok, tc.want)
 		}
 	}
-	if _, _, _, ok := RowColumns(amd64Hdr, dflt, sframe.Row{Outermost: true}); ok {
+	if _, _, _, ok := rowColumns(amd64Hdr, dflt, sframe.Row{Outermost: true}); ok {
 		t.Error("outermost row printed as columns")
 	}
 }

@@ -177,12 +177,12 @@ func Inspect(path string, opt Options) *FileReport {
 		return &FileReport{File: path, Status: StatusUnreadable, Error: err.Error()}
 	}
 	defer f.Close()
-	return InspectReader(path, f, opt)
+	return inspectReader(path, f, opt)
 }
 
-// InspectReader inspects ELF bytes read through r; name is used in the
+// inspectReader inspects ELF bytes read through r; name is used in the
 // report only.
-func InspectReader(name string, r io.ReaderAt, opt Options) *FileReport {
+func inspectReader(name string, r io.ReaderAt, opt Options) *FileReport {
 	rep := &FileReport{File: name}
 	ef, err := elf.NewFile(r)
 	if err != nil {
@@ -361,8 +361,8 @@ func moveFunc(fn sframe.Func, rows []sframe.Row, start uint64) (sframe.Func, []s
 	return fn, rows
 }
 
-// ABIName is the header's ABI/arch identifier without its SFRAME_ABI_ prefix.
-func ABIName(a sframe.ABI) string {
+// abiName is the header's ABI/arch identifier without its SFRAME_ABI_ prefix.
+func abiName(a sframe.ABI) string {
 	switch a {
 	case sframe.ABIAArch64BigEndian:
 		return "AARCH64_ENDIAN_BIG"
@@ -377,17 +377,17 @@ func ABIName(a sframe.ABI) string {
 }
 
 func headerInfo(h sframe.Header) *HeaderInfo {
-	names := FlagNames(h.Version, h.Flags)
+	names := flagNames(h.Version, h.Flags)
 	if names == nil {
 		names = []string{}
 	}
 	return &HeaderInfo{
 		Version:          h.Version,
-		VersionName:      VersionName(h.Version),
+		VersionName:      versionName(h.Version),
 		Flags:            uint8(h.Flags),
 		FlagNames:        names,
 		ABI:              uint8(h.ABI),
-		ABIName:          ABIName(h.ABI),
+		ABIName:          abiName(h.ABI),
 		CFAFixedFPOffset: h.CFAFixedFPOffset,
 		CFAFixedRAOffset: h.CFAFixedRAOffset,
 		AuxHeaderLen:     h.AuxHeaderLen,
@@ -409,7 +409,7 @@ func functionJSON(h sframe.Header, f sframe.Func, rows []sframe.Row) Function {
 		FDEType:   "default",
 		Signal:    f.Signal,
 		PAuthKeyB: f.PAuthKeyB,
-		Attr:      FuncAttr(f),
+		Attr:      funcAttr(f),
 		Rows:      make([]Row, 0, len(rows)),
 	}
 	if f.PCType == sframe.PCMask {
@@ -420,7 +420,7 @@ func functionJSON(h sframe.Header, f sframe.Func, rows []sframe.Row) Function {
 	}
 	for _, r := range rows {
 		jr := Row{Start: r.Start, Outermost: r.Outermost, MangledRA: r.MangledRA, Readelf: "RA undefined"}
-		if cfa, fp, ra, ok := RowColumns(h, f, r); ok {
+		if cfa, fp, ra, ok := rowColumns(h, f, r); ok {
 			jr.CFA, jr.FP, jr.RA = ruleJSON(r.CFA), ruleJSON(r.FP), ruleJSON(r.RA)
 			jr.Readelf = cfa + " " + fp + " " + ra
 		}

@@ -40,8 +40,8 @@ type Document struct {
 	Files []*FileReport `json:"files"`
 }
 
-// DefaultTop is how many functions without an FDE the summary lists.
-const DefaultTop = 10
+// defaultTop is how many functions without an FDE the summary lists.
+const defaultTop = 10
 
 // Run inspects every path and writes the chosen output to stdout; errors go
 // to stderr, each prefixed by the file name, and never stop the other
@@ -50,7 +50,7 @@ func Run(stdout, stderr io.Writer, paths []string, mode Mode) Outcome {
 	worst := OutcomeOK
 	doc := Document{Files: []*FileReport{}}
 	for i, p := range paths {
-		opt := Options{Top: DefaultTop}
+		opt := Options{Top: defaultTop}
 		if mode == ModeJSON {
 			opt = Options{Functions: true, Top: -1}
 		}

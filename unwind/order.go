@@ -88,8 +88,8 @@ func WithoutMethod(list []Method, m Method) []Method {
 	return out
 }
 
-// FormatUnwinders is the list as ParseUnwinders reads it: "sframe,cfi,fp".
-func FormatUnwinders(list []Method) string {
+// formatUnwinders is the list as ParseUnwinders reads it: "sframe,cfi,fp".
+func formatUnwinders(list []Method) string {
 	var b strings.Builder
 	for i, m := range list {
 		if i > 0 {
@@ -111,7 +111,7 @@ func (e *NotCoveredError) Error() string {
 	if len(e.Allowed) == 0 {
 		return "no unwinder allowed"
 	}
-	return "not covered by the allowed unwinders " + FormatUnwinders(e.Allowed)
+	return "not covered by the allowed unwinders " + formatUnwinders(e.Allowed)
 }
 
 // walkOrder is the order of this walk: Options.Unwinders, or the default

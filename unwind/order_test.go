@@ -27,8 +27,8 @@ func TestParseUnwinders(t *testing.T) {
 		if (err != nil) != c.bad || !slices.Equal(got, c.want) {
 			t.Errorf("ParseUnwinders(%q) = %v, %v", c.in, got, err)
 		}
-		if err == nil && FormatUnwinders(got) != FormatUnwinders(c.want) {
-			t.Errorf("FormatUnwinders(%v) = %q", got, FormatUnwinders(got))
+		if err == nil && formatUnwinders(got) != formatUnwinders(c.want) {
+			t.Errorf("formatUnwinders(%v) = %q", got, formatUnwinders(got))
 		}
 	}
 	if err := CheckUnwinders(regs.S390X, []Method{MethodSFrame, MethodFP}); err == nil {
