@@ -43,8 +43,8 @@ type Resource struct {
 	Extra map[string]string
 }
 
-// Attributes returns the resource's attributes in a stable order.
-func (r Resource) Attributes() []*commonpb.KeyValue {
+// attributes returns the resource's attributes in a stable order.
+func (r Resource) attributes() []*commonpb.KeyValue {
 	var kv []*commonpb.KeyValue
 	add := func(k string, v *commonpb.AnyValue) { kv = append(kv, &commonpb.KeyValue{Key: k, Value: v}) }
 	service := r.ServiceName
@@ -323,7 +323,7 @@ func Build(p *profile.Profile, res Resource) *collpb.ExportProfilesServiceReques
 	}
 	return &collpb.ExportProfilesServiceRequest{
 		ResourceProfiles: []*profpb.ResourceProfiles{{
-			Resource: &respb.Resource{Attributes: res.Attributes()},
+			Resource: &respb.Resource{Attributes: res.attributes()},
 			ScopeProfiles: []*profpb.ScopeProfiles{{
 				Scope:    &commonpb.InstrumentationScope{Name: ScopeName},
 				Profiles: []*profpb.Profile{prof},

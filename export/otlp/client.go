@@ -282,14 +282,14 @@ func (c *httpClient) Export(ctx context.Context, req *collpb.ExportProfilesServi
 	if err != nil {
 		return &ExportError{Retry: true, Err: fmt.Errorf("%s: reading the reply: %w", c, err)}
 	}
-	return ParseHTTPReply(resp.StatusCode, resp.Header.Get("Retry-After"), reply)
+	return parseHTTPReply(resp.StatusCode, resp.Header.Get("Retry-After"), reply)
 }
 
-// ParseHTTPReply interprets an OTLP/HTTP reply: on 200 a protobuf
+// parseHTTPReply interprets an OTLP/HTTP reply: on 200 a protobuf
 // ExportProfilesServiceResponse (a partial success is an error), else a
 // google.rpc.Status (or any text) saying why. 429, 502, 503 and 504 are
 // worth retrying, after Retry-After seconds if the server gave them.
-func ParseHTTPReply(code int, retryAfter string, body []byte) error {
+func parseHTTPReply(code int, retryAfter string, body []byte) error {
 	if code == http.StatusOK {
 		resp := &collpb.ExportProfilesServiceResponse{}
 		if err := proto.Unmarshal(body, resp); err != nil {

@@ -65,20 +65,20 @@ func TestConfigFromEnv(t *testing.T) {
 
 func TestParseHTTPReply(t *testing.T) {
 	ok, _ := proto.Marshal(&collpb.ExportProfilesServiceResponse{})
-	if err := ParseHTTPReply(200, "", ok); err != nil {
+	if err := parseHTTPReply(200, "", ok); err != nil {
 		t.Errorf("200: %v", err)
 	}
 	part, _ := proto.Marshal(&collpb.ExportProfilesServiceResponse{PartialSuccess: &collpb.ExportProfilesPartialSuccess{RejectedProfiles: 2, ErrorMessage: "bad"}})
-	if err := ParseHTTPReply(200, "", part); err == nil || retryable(err) || !strings.Contains(err.Error(), "rejected 2") {
+	if err := parseHTTPReply(200, "", part); err == nil || retryable(err) || !strings.Contains(err.Error(), "rejected 2") {
 		t.Errorf("partial: %v", err)
 	}
 	st, _ := proto.Marshal(&status.Status{Code: 14, Message: "overloaded"})
-	err := ParseHTTPReply(http.StatusServiceUnavailable, "7", st)
+	err := parseHTTPReply(http.StatusServiceUnavailable, "7", st)
 	var ee *ExportError
 	if !asExport(err, &ee) || !ee.Retry || ee.After != 7*time.Second || !strings.Contains(err.Error(), "overloaded") {
 		t.Errorf("503: %v", err)
 	}
-	if err := ParseHTTPReply(400, "", []byte("bad things")); err == nil || retryable(err) || !strings.Contains(err.Error(), "bad things") {
+	if err := parseHTTPReply(400, "", []byte("bad things")); err == nil || retryable(err) || !strings.Contains(err.Error(), "bad things") {
 		t.Errorf("400: %v", err)
 	}
 }
@@ -99,7 +99,7 @@ func FuzzParseHTTPReply(f *testing.F) {
 	f.Add(503, "3", st)
 	f.Add(400, "x", []byte("\xff\xfe plain text"))
 	f.Fuzz(func(t *testing.T, code int, retryAfter string, body []byte) {
-		err := ParseHTTPReply(code, retryAfter, body)
+		err := parseHTTPReply(code, retryAfter, body)
 		if err != nil && len(err.Error()) > 4096 {
 			t.Errorf("message of %d bytes", len(err.Error()))
 		}
