@@ -67,7 +67,9 @@
 // found the frame loaded from the stack: a zero the register merely kept
 // through frames that did not save it, in code without unwind information
 // or frame pointers, stops the walk with ErrZeroFP). Otherwise Stack.Err is a
-// *StepError naming the frame, the PC, the method and the address involved.
+// *StepError naming the frame, the PC, the method and the address involved,
+// wrapping one of this package's sentinels (errors.go) whichever method
+// failed: a Fallback Stepper reports its failures in the same vocabulary.
 //
 // # Guards
 //
