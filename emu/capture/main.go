@@ -49,6 +49,7 @@ import (
 	"stacktop/backchain"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
+	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/regs"
 	"stacktop/unwind"
@@ -417,19 +418,20 @@ func (t *target) symbolize(pc uint64) (elf.Symbol, bool) {
 	return elf.Symbol{}, false
 }
 
-// describe names frame i's PC; a caller's is looked up at PC-1, its call.
+// describe names frame i's PC as stacktop dump does (profile.Frame.Label);
+// a caller's is looked up at PC-1, its call.
 func (t *target) describe(pc uint64, i int) string {
 	look := pc
 	if i > 0 {
 		look--
 	}
+	f := profile.Frame{PC: pc}
 	if s, ok := t.symbolize(look); ok {
-		return fmt.Sprintf("%s+%#x", s.Name, pc-s.Value)
+		f.Function, f.Offset = s.Name, pc-s.Value
+	} else if m, ok := t.mods.ModuleAt(pc); ok {
+		f.Module, f.Offset = m.Path, pc-m.Start
 	}
-	if m, ok := t.mods.ModuleAt(pc); ok {
-		return fmt.Sprintf("%s+%#x", m.Path, pc-m.Start)
-	}
-	return "??"
+	return f.Label()
 }
 
 // Options is the walk both the live test and the snapshot replay use:
