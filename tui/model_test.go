@@ -656,7 +656,7 @@ func TestPanicInUpdateIsRecorded(t *testing.T) {
 }
 
 func TestSourcePanicIsRecorded(t *testing.T) {
-	m := newModel(SourceFunc(func() Status { panic("source broke") }), Options{}, termenv.Ascii)
+	m := newModel(sourceFunc(func() Status { panic("source broke") }), Options{}, termenv.Ascii)
 	msg := m.Init()()
 	if _, ok := msg.(crashMsg); !ok {
 		t.Fatalf("poll returned %T, want crashMsg", msg)

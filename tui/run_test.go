@@ -91,7 +91,7 @@ func TestRunQuitKey(t *testing.T) {
 func TestRunReturnsSourcePanic(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	src := SourceFunc(func() Status { panic("sampler state corrupt") })
+	src := sourceFunc(func() Status { panic("sampler state corrupt") })
 	err := runAsync(t, context.Background(), src, Options{Input: pr, Output: &lockedBuffer{}})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "sampler state corrupt" {
@@ -110,10 +110,16 @@ func TestRunReturnsViewPanic(t *testing.T) {
 	defer pw.Close()
 	st := status(hotCold())
 	st.Err = badErr{}
-	err := runAsync(t, context.Background(), SourceFunc(func() Status { return st }),
+	err := runAsync(t, context.Background(), sourceFunc(func() Status { return st }),
 		Options{Input: pr, Output: &lockedBuffer{}, Refresh: time.Hour})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "Error() exploded" {
 		t.Fatalf("Run = %v, want *PanicError from View", err)
 	}
 }
+
+// sourceFunc adapts a function to Source.
+type sourceFunc func() Status
+
+// Snapshot calls f.
+func (f sourceFunc) Snapshot() Status { return f() }

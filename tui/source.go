@@ -15,12 +15,6 @@ type Source interface {
 	Snapshot() Status
 }
 
-// SourceFunc adapts a function to Source.
-type SourceFunc func() Status
-
-// Snapshot calls f.
-func (f SourceFunc) Snapshot() Status { return f() }
-
 // Status is one poll's view of the sampler. The UI only reads it; Profile
 // must be a snapshot nobody writes to any more.
 type Status struct {
