@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Static checks beyond go vet: gofmt, and staticcheck at a pinned version,
 # installed on first use with `go install` into a cache directory outside
-# the repository (STACKTOP_TOOLS, default $XDG_CACHE_HOME/stacktop-tools or
-# ~/.cache/stacktop-tools), so the module's go.mod does not carry it. Called
+# the repository (STACKTOP_TOOLS; by default stacktop-tools beside Go's
+# build cache, usually ~/.cache/stacktop-tools), so the module's go.mod does
+# not carry it. Called
 # from scripts/test.sh; a cold run builds staticcheck once (about a minute),
 # later runs take seconds. Fails on any finding.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 STATICCHECK_VERSION=v0.8.2 # staticcheck 2026.2.2
-tools="${STACKTOP_TOOLS:-${XDG_CACHE_HOME:-$HOME/.cache}/stacktop-tools}"
+tools="${STACKTOP_TOOLS:-$(dirname "$(go env GOCACHE)")/stacktop-tools}"
 bin="$tools/staticcheck-$STATICCHECK_VERSION"
 
 echo "== gofmt"
