@@ -59,8 +59,21 @@ func Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack {
 type stepFail struct {
 	err   error // sentinel; nil means no failure
 	addr  uint64
-	what  string // a Stepper's StepError.What
-	cause error
+	cause error // or a stepperFail
+}
+
+// stepperFail is the cause of a stepFail that a Stepper's *StepError
+// became: it carries the Stepper's What and Cause to the walk's StepError
+// without making every step's stepFail larger.
+type stepperFail struct{ *StepError }
+
+// stepError is f as the walk's error: frame idx at pc, found by method.
+func (f stepFail) stepError(idx int, pc uint64, method Method) *StepError {
+	se := &StepError{Frame: idx, PC: pc, Method: method, Addr: f.addr, Err: f.err, Cause: f.cause}
+	if sf, ok := f.cause.(stepperFail); ok {
+		se.What, se.Cause = sf.What, sf.Cause
+	}
+	return se
 }
 
 // Walk unwinds the stack of the thread whose registers are r. The
@@ -144,7 +157,7 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			method, outermost, f = w.step(cur, next, mod, exact, exact)
 		}
 		if f.err != nil {
-			st.Err = &StepError{Frame: idx, PC: cur.PC, Method: method, Addr: f.addr, What: f.what, Err: f.err, Cause: f.cause}
+			st.Err = f.stepError(idx, cur.PC, method)
 			break
 		}
 		if outermost || next.PC == 0 {
@@ -536,7 +549,7 @@ func (w *Walker) fallback(fb Stepper, cur, next *regs.Set, topmost bool) (bool, 
 		// A Stepper speaks the walker's vocabulary: its *StepError
 		// becomes the walk's, with the frame index added.
 		if se := (*StepError)(nil); errors.As(err, &se) {
-			return false, stepFail{err: se.Err, addr: se.Addr, what: se.What, cause: se.Cause}
+			return false, stepFail{err: se.Err, addr: se.Addr, cause: stepperFail{se}}
 		}
 		return false, stepFail{err: ErrNoUnwindInfo, cause: err}
 	}
