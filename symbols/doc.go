@@ -11,8 +11,8 @@
 // The caller, the sampler's symbolizer, keeps one Table per mapped object
 // for as long as the object stays mapped. It opens the object once, asks
 // package debuginfo for the object's separate debug file and its
-// MiniDebugInfo, and calls LoadWithDebug with all of them (Load when
-// there are none, or when the debug files are corrupt). A Table is
+// MiniDebugInfo, and calls LoadWithDebug with all it found (then Load
+// alone if a corrupt debug file made that fail). A Table is
 // immutable apart from a per-symbol demangling cache and is safe for
 // concurrent use. Lookup and Preceding take an ELF virtual address: the
 // caller subtracts the module's load bias first. Lookup is a binary search
