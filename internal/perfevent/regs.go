@@ -96,7 +96,7 @@ var layoutARM64 = func() RegsLayout {
 	return newLayout(regs.ARM64, 32, m)
 }()
 
-// s390x perf_regs: R0-R15 0-15, FP0-FP15 16-31, MASK 32, PC 33. DWARF:
+// s390x perf_regs: R0-R15 0-15, FP0-FP15 16-31, MASK 32 (not asked for), PC 33. DWARF:
 // r0-r15 0-15, and 16-31 hold the FPRs in the ABI's order f0,f2,f4,f6,
 // f1,f3,f5,f7,f8,f10,f12,f14,f9,f11,f13,f15.
 var layoutS390X = func() RegsLayout {
