@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -396,4 +397,62 @@ func TestRefusedMessage(t *testing.T) {
 func isRefusal(err error, why Refusal) bool {
 	var re *RefusedError
 	return errors.As(err, &re) && re.Why == why
+}
+
+// TestExecAndDlopen samples testdata/execer.c, which execs itself and then
+// dlopen()s libm and spins in cos(): a round reports Exec, sampling goes on
+// in the new program, and the first sample after each of the two address
+// space changes carries MapsChanged, before any sample in libm.
+func TestExecAndDlopen(t *testing.T) {
+	bin := buildC(t, "execer")
+	tg := targets.StartCommand(t, bin)
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 499})
+	var samples []backend.Sample
+	var exec bool
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	for ctx.Err() == nil {
+		r, err := s.Next(ctx, func(sm *backend.Sample) {
+			c := *sm
+			c.Stack = nil
+			samples = append(samples, c)
+		})
+		exec = exec || r.Exec
+		if err != nil && ctx.Err() == nil {
+			t.Fatal(err)
+		}
+	}
+	if !exec {
+		t.Fatal("no round reported Exec")
+	}
+	maps, err := procmaps.ReadMaps(tg.PID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	inLibm := func(pc uint64) bool {
+		for _, m := range maps {
+			if m.IsExec() && m.Contains(pc) && strings.Contains(m.Path, "libm") {
+				return true
+			}
+		}
+		return false
+	}
+	var changed []int
+	firstLibm := -1
+	for i, sm := range samples {
+		if sm.MapsChanged {
+			changed = append(changed, i)
+		}
+		if firstLibm < 0 && inLibm(sm.Regs.PC) {
+			firstLibm = i
+		}
+	}
+	t.Logf("%d samples, MapsChanged at %v, first in libm at %d", len(samples), changed, firstLibm)
+	if firstLibm < 0 {
+		t.Fatal("no sample in libm after the dlopen")
+	}
+	if len(changed) < 2 || changed[len(changed)-1] > firstLibm {
+		t.Errorf("MapsChanged at %v: want the exec and the dlopen, before the first sample in libm (%d)", changed, firstLibm)
+	}
 }

@@ -165,8 +165,11 @@ func Open(pid int, opt Options) (*Source, error) {
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Sample:      period,
 		Sample_type: s.format.SampleType,
+		// mmap as well as mmap2: the kernel emits mapping records only
+		// while some event has mmap or mmap_data (nr_mmap_events), and
+		// with mmap2 set they come as PERF_RECORD_MMAP2.
 		Bits: unix.PerfBitInherit | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv |
-			unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
+			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
 			unix.PerfBitSampleIDAll | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:            uint32(opt.RingBytes / 2),
 		Sample_regs_user:  layout.Mask,
