@@ -17,6 +17,12 @@
 // 16-bit field). exclude_kernel is set, so the event needs no more than
 // perf_event_paranoid 2 allows, and CPU time a thread spends in the kernel
 // (system calls, page faults) is not sampled: the profile is of user time.
+// The kernel copies the stack in the interrupt and cannot fault pages in:
+// the copy (Sample.Stack) ends early at unmapped memory and also at a
+// stack page that is not resident (swapped out, or never touched near the
+// top of the main thread's stack); a resolver may read what lies above
+// from the live process (unwind.StackWindow.Fallback) or report the walk
+// truncated.
 // TIME is CLOCK_MONOTONIC (use_clockid), converted to wall time with an
 // offset taken at Open. mmap2, comm, comm_exec, task and sample_id_all ask
 // for the side-band records below.

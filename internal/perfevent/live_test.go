@@ -149,8 +149,9 @@ func fpChain(st *symtab, sm *backend.Sample) []string {
 // TestSplitSamples samples split-fp (75% of its CPU in a->hot, 25% in
 // b->cold): every sample's PC is in an executable mapping of the target and
 // its SP in the stack, the copied stack is whole (the frame-pointer chain
-// walks from hot or cold up to main inside the copy), its top bytes equal the
-// target's memory, each sample weighs one period, and the split reads 75/25.
+// walks from hot or cold up to main inside the copy), the copied bytes above
+// main's frame equal the target's memory, each sample weighs one period,
+// and the split reads 75/25.
 func TestSplitSamples(t *testing.T) {
 	if hostArch() != regs.AMD64 {
 		t.Skip("the split target and frame-pointer check are amd64")
@@ -158,9 +159,23 @@ func TestSplitSamples(t *testing.T) {
 	tg := targets.Start(t, "split-fp")
 	const rate = 499
 	s := openOrSkip(t, tg.PID(), Options{Rate: rate, Window: 32768})
-	samples, round, err := collect(t, s, 2*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
+	// Collect until 400 samples (the 75/25 split is then 75 +- 2.2 at one
+	// standard deviation), for at most 15 s: a loaded machine gives the
+	// target only a share of a CPU.
+	var samples []backend.Sample
+	var round backend.Round
+	for start := time.Now(); len(samples) < 400 && time.Since(start) < 15*time.Second; {
+		more, r, err := collect(t, s, time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, more...)
+		round.Failed += r.Failed
+		round.Lost += r.Lost
+		round.Threads = r.Threads
+		if r.Err != nil {
+			round.Err = r.Err
+		}
 	}
 	if round.Failed > 0 {
 		t.Errorf("%d failed samples, last: %v", round.Failed, round.Err)
@@ -168,8 +183,8 @@ func TestSplitSamples(t *testing.T) {
 	if round.Threads != 1 {
 		t.Errorf("Round.Threads = %d, want 1", round.Threads)
 	}
-	if len(samples) < 200 {
-		t.Fatalf("%d samples in 2 s at %d Hz on a busy thread", len(samples), rate)
+	if len(samples) < 100 {
+		t.Fatalf("%d samples in 15 s at %d Hz on a busy thread", len(samples), rate)
 	}
 	st, maps := loadSyms(t, tg.PID(), targets.Path("split-fp"))
 	var stack *procmaps.Mapping
@@ -216,25 +231,32 @@ func TestSplitSamples(t *testing.T) {
 				whole++
 			}
 		}
-		// The window is larger than what split's main thread uses, so
-		// the copy ends where the stack does: its top (environment,
-		// auxiliary vector) does not change while the target runs.
-		if end := sm.StackAddr + uint64(len(sm.Stack)); end == stack.End && len(sm.Stack) > 1024 && compared < 5 {
-			mem := make([]byte, 1024)
-			local := []unix.Iovec{{Base: &mem[0], Len: 1024}}
-			remote := []unix.RemoteIovec{{Base: uintptr(end - 1024), Len: 1024}}
-			if _, err := unix.ProcessVMReadv(tg.PID(), local, remote, 0); err != nil {
-				t.Fatal(err)
+		// Above main's frame record lie the frames of libc's start
+		// code and the environment: they do not change while main runs,
+		// so the copy must equal the target's memory there.
+		if compared < 5 && (fn == "hot" || fn == "cold") && len(chain) >= 2 {
+			fp := sm.Regs.FP()
+			for i := 0; i < 2; i++ { // hot's record -> a's -> main's
+				fp = binary.LittleEndian.Uint64(sm.Stack[fp-sm.StackAddr:])
 			}
-			if !bytes.Equal(mem, sm.Stack[len(sm.Stack)-1024:]) {
-				t.Errorf("the top 1 KiB of the copied stack differs from the target's memory")
+			end := sm.StackAddr + uint64(len(sm.Stack))
+			if from := fp + 16; from < end {
+				n := min(end-from, 512)
+				mem := make([]byte, n)
+				local := []unix.Iovec{{Base: &mem[0], Len: n}}
+				remote := []unix.RemoteIovec{{Base: uintptr(from), Len: int(n)}}
+				if _, err := unix.ProcessVMReadv(tg.PID(), local, remote, 0); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(mem, sm.Stack[from-sm.StackAddr:][:n]) {
+					t.Errorf("the %d copied bytes above main's frame at %#x differ from the target's memory", n, from)
+				}
+				compared++
 			}
-			compared++
 		}
 	}
-	if compared == 0 && len(samples) > 0 {
-		t.Logf("sample 0: stack %#x+%d, end %#x", samples[0].StackAddr, len(samples[0].Stack), samples[0].StackAddr+uint64(len(samples[0].Stack)))
-		t.Errorf("no sample's copy reached the end of [stack] %v", stack)
+	if compared == 0 {
+		t.Errorf("no sample's copy reaches above main's frame")
 	}
 	onCPU := count["hot"] + count["cold"]
 	t.Logf("%d samples: %v; %d whole frame-pointer chains; lost %d", len(samples), count, whole, round.Lost)
