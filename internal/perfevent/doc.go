@@ -50,7 +50,7 @@
 // opened twice. Exited threads' events are closed at the next round (a
 // ring's owning event stays open with the ring). Children forked by the
 // process inherit the events too; their samples are dropped (counted in
-// OtherProcs), as the ptrace back end does not follow children either.
+// Stats.OtherProcs), as the ptrace back end does not follow children either.
 //
 // # Reading a ring
 //
@@ -78,7 +78,7 @@
 //     before the exec in the same round are dropped (Round.Failed, their
 //     address space is gone).
 //   - PERF_RECORD_FORK/EXIT: thread bookkeeping (above); THROTTLE counts
-//     into Throttled (the kernel lowered the rate: perf_event_max_sample_rate).
+//     into Stats.Throttled (the kernel lowered the rate: perf_event_max_sample_rate).
 //
 // # Lifecycle
 //

@@ -76,14 +76,39 @@ type Source struct {
 	wall    time.Time // wall clock at mono
 	mono    int64     // CLOCK_MONOTONIC ns at wall
 
-	pending    []pending
-	sample     backend.Sample
-	mapsMoved  bool
-	lastRound  time.Time
-	pollFds    []unix.PollFd
-	closed     bool
-	Throttled  int64 // PERF_RECORD_THROTTLE records seen: the kernel slowed sampling
-	OtherProcs int64 // samples of child processes (inherited events), dropped
+	pending   []pending
+	sample    backend.Sample
+	mapsMoved bool
+	lastRound time.Time
+	pollFds   []unix.PollFd
+	closed    bool
+	stats     Stats
+}
+
+// Stats are counters of a Source beyond those of backend.Round.
+type Stats struct {
+	Throttled  int64 // PERF_RECORD_THROTTLE records: the kernel lowered the rate (perf_event_max_sample_rate)
+	OtherProcs int64 // samples of child processes (they inherit the events), dropped
+	Events     int   // perf events open now (threads opened x CPUs)
+	Rings      int   // ring buffers (one per CPU)
+	RingBytes  int   // data bytes of each ring
+}
+
+// Stats returns the Source's counters. Like Next, it is not safe to call
+// concurrently with Next.
+func (s *Source) Stats() Stats {
+	st := s.stats
+	st.RingBytes = s.opt.RingBytes
+	for _, r := range s.rings {
+		if r != nil {
+			st.Rings++
+			st.Events++
+		}
+	}
+	for _, fds := range s.opened {
+		st.Events += len(fds)
+	}
+	return st
 }
 
 type cpuRing struct {
@@ -294,6 +319,8 @@ func (s *Source) refused(err error, mmap bool) error {
 		e.Why = RefusedParanoid
 	case err == unix.EPERM || err == unix.EACCES:
 		e.Why = RefusedPermission
+	case err == unix.EMFILE || err == unix.ENFILE:
+		return fmt.Errorf("perfevent: process %d: one event per thread and CPU (%d CPUs) needs more open files than allowed: raise ulimit -n or use --backend ptrace: %w", s.pid, len(s.cpus), err)
 	default:
 		return fmt.Errorf("perfevent: perf_event_open on process %d: %w", s.pid, err)
 	}
@@ -465,7 +492,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		switch rec.Type {
 		case RecordSample:
 			if int(rec.PID) != s.pid {
-				s.OtherProcs++
+				s.stats.OtherProcs++
 				continue
 			}
 			if i < lastExec {
@@ -495,7 +522,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 				s.covered[int(rec.TID)] = true
 			}
 		case RecordThrottle:
-			s.Throttled++
+			s.stats.Throttled++
 		}
 	}
 	for _, r := range s.rings {
