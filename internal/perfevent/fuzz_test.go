@@ -79,3 +79,14 @@ func FuzzRing(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseCPUList(f *testing.F) {
+	f.Add("0-3,8,10-11\n")
+	f.Add("0")
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseCPUList(s)
+		if err == nil && len(cpus) == 0 {
+			t.Fatal("no CPUs and no error")
+		}
+	})
+}

@@ -478,3 +478,61 @@ func TestExecAndDlopen(t *testing.T) {
 		t.Errorf("MapsChanged at %v: want the exec and the dlopen, before the first sample in libm (%d)", changed, firstLibm)
 	}
 }
+
+// TestCloseReleasesEverything: after Close every event's file descriptor
+// and the pidfd are closed, and a second Close is harmless.
+func TestCloseReleasesEverything(t *testing.T) {
+	tg := targets.Start(t, "split-fp")
+	s := openOrSkip(t, tg.PID(), Options{})
+	fds := []int{s.pidfd}
+	for _, r := range s.rings {
+		fds = append(fds, r.fd)
+	}
+	for _, f := range s.opened {
+		fds = append(fds, f...)
+	}
+	if st := s.Stats(); st.Events != len(fds)-1 || st.Rings != len(s.cpus) {
+		t.Errorf("Stats %+v, want %d events and %d rings", st, len(fds)-1, len(s.cpus))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err != unix.EBADF {
+			t.Errorf("fd %d still open after Close", fd)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := s.Next(context.Background(), func(*backend.Sample) {}); err == nil {
+		t.Error("Next after Close succeeded")
+	}
+	// The target still runs.
+	p0, _ := tg.Progress()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if p1, _ := tg.Progress(); p1 > p0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("target progress stuck at %d for 5 s after Close", p0)
+		}
+	}
+}
+
+// TestCancelDrains: a cancelled ctx still yields what the rings hold.
+func TestCancelDrains(t *testing.T) {
+	tg := targets.Start(t, "split-fp")
+	s := openOrSkip(t, tg.PID(), Options{Rate: 999})
+	time.Sleep(200 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	n := 0
+	_, err := s.Next(ctx, func(*backend.Sample) { n++ })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Next: %v", err)
+	}
+	if n == 0 {
+		t.Error("no samples yielded from the rings when ctx ended")
+	}
+}

@@ -342,17 +342,25 @@ func hasPerfmon() bool {
 
 // Next waits until a ring is half full or Options.Interval has passed since
 // the previous round, then yields every sample the kernel wrote, ordered
-// by time across CPUs.
+// by time across CPUs. When ctx ends it still yields what the rings hold,
+// then returns ctx.Err().
 func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend.Round, error) {
 	var round backend.Round
 	if s.closed {
 		return round, errors.New("perfevent: Next after Close")
 	}
 	exited, err := s.wait(ctx)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return round, err
 	}
 	s.lastRound = time.Now()
+	if err != nil {
+		// ctx ended (Ctrl-C, --duration): what the kernel wrote since
+		// the previous round is still yielded, so the last interval is
+		// not lost.
+		s.drain(&round, yield)
+		return round, err
+	}
 	// List the threads before draining: a thread the kernel created with
 	// an inherited event has written its FORK record by the time the
 	// rings are drained, so it is not opened twice.
