@@ -16,6 +16,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 )
 
 // childEnv makes the test binary, re-executed, open events on the PID in
@@ -37,10 +39,14 @@ func refusedChild(mode string) int {
 		}
 	}
 	pid, _ := strconv.Atoi(os.Getenv("PERFEVENT_TEST_PID"))
-	s, err := Open(pid, Options{})
+	opt := Options{}
+	if mode == "self999" {
+		pid, opt.Rate = os.Getpid(), 999
+	}
+	s, err := Open(pid, opt)
 	if err == nil {
+		fmt.Printf("opened ring=%d\n", s.Stats().RingBytes)
 		s.Close()
-		fmt.Println("opened")
 		return 0
 	}
 	var re *RefusedError
@@ -141,4 +147,21 @@ func TestRefusedUnprivileged(t *testing.T) {
 		t.Errorf("child said:\n%s", out)
 	}
 	t.Logf("message: %s", strings.SplitN(out, "\n", 2)[1])
+}
+
+// TestUnprivilegedSelf: a user without capabilities may sample its own
+// process at 999 Hz: the default rings shrink to fit perf_event_mlock_kb.
+func TestUnprivilegedSelf(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to start a child as nobody")
+	}
+	sys, err := procmaps.ReadPerfEventSysctls()
+	if err != nil || sys.Paranoid > 2 {
+		t.Skipf("perf_event_paranoid %d forbids unprivileged sampling (%v)", sys.Paranoid, err)
+	}
+	out := runChild(t, "self999", &syscall.Credential{Uid: 65534, Gid: 65534})
+	if !strings.HasPrefix(out, "opened") {
+		t.Errorf("child said:\n%s", out)
+	}
+	t.Log(strings.TrimSpace(out))
 }

@@ -37,7 +37,9 @@ type Options struct {
 	// of 8 up to MaxWindow.
 	Window int
 	// RingBytes is the data size of each CPU's ring buffer, a power of
-	// two of at least a page; 0 sizes it for two Intervals of samples.
+	// two of at least a page; 0 sizes it for two Intervals of samples (at
+	// 999 Hz and a 16 KiB window, 4 MiB), capped without CAP_PERFMON to
+	// what perf_event_mlock_kb lets a user pin (512 KiB by default).
 	RingBytes int
 	// Interval is the longest time Next waits before it returns what the
 	// kernel wrote; it returns earlier when a ring is half full.
@@ -156,8 +158,16 @@ func Open(pid int, opt Options) (*Source, error) {
 	page := os.Getpagesize()
 	if opt.RingBytes == 0 {
 		need := opt.Rate * float64(opt.Window+512) * 2 * opt.Interval.Seconds()
+		// Without CAP_PERFMON (or CAP_IPC_LOCK) the kernel lets a user
+		// pin perf_event_mlock_kb per CPU (516 KiB: a 512 KiB ring and
+		// its header page) beyond RLIMIT_MEMLOCK: stay within it and
+		// let the half-ring watermark wake Next more often instead.
+		limit := 64 << 20
+		if sys, err := procmaps.ReadPerfEventSysctls(); err == nil && !hasPerfmon() {
+			limit = max(sys.MlockKB*1024-page, page)
+		}
 		opt.RingBytes = page
-		for float64(opt.RingBytes) < need && opt.RingBytes < 64<<20 {
+		for float64(opt.RingBytes) < need && opt.RingBytes*2 <= limit {
 			opt.RingBytes *= 2
 		}
 	}
