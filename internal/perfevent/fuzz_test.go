@@ -3,11 +3,14 @@ package perfevent
 import (
 	"encoding/binary"
 	"testing"
+
+	"stacktop/internal/fuzzbudget"
 )
 
 // FuzzParseRecord: any bytes give a record or a *FormatError, never a panic,
 // and the slices of a parsed record lie inside the input.
 func FuzzParseRecord(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add(sampleRecord(64, 40), uint8(0))
 	f.Add(sampleRecord(0, 0), uint8(1))
 	f.Add(newRec(RecordComm, miscCommExec).u32(1).u32(1).str("x").u32(1).u32(1).u64(1).u32(0).u32(0).done(), uint8(0))
@@ -41,6 +44,7 @@ func FuzzParseRecord(f *testing.F) {
 // records that each fit what was there, or an error, never a panic, and the
 // tail never passes the head.
 func FuzzRing(f *testing.F) {
+	fuzzbudget.Limit(f)
 	seed := make([]byte, 256)
 	copy(seed, sampleRecord(8, 8))
 	f.Add(seed, uint64(0), uint64(len(sampleRecord(8, 8))))
@@ -81,6 +85,7 @@ func FuzzRing(f *testing.F) {
 }
 
 func FuzzParseCPUList(f *testing.F) {
+	fuzzbudget.Limit(f)
 	f.Add("0-3,8,10-11\n")
 	f.Add("0")
 	f.Fuzz(func(t *testing.T, s string) {
