@@ -328,6 +328,12 @@ func TestFollowsNewThreads(t *testing.T) {
 	if round.Failed > 0 {
 		t.Errorf("%d failed, last %v", round.Failed, round.Err)
 	}
+	// Threads created later run on inherited events: stacktop opened
+	// events only for the threads of the start, else a late thread
+	// would be sampled twice per period.
+	if st := s.Stats(); st.Events != len(before)*len(s.cpus) {
+		t.Errorf("%d events open for %d threads at start x %d CPUs: late threads were opened again", st.Events, len(before), len(s.cpus))
+	}
 }
 
 // TestExit: Next returns backend.ErrExited once the process is gone, and

@@ -81,8 +81,9 @@ type Record struct {
 	Misc uint16
 	Size int // bytes, header included
 
-	// PID and TID come from a sample, the body of COMM/FORK/EXIT/MMAP2,
-	// or the sample_id trailer of other records; Time likewise.
+	// PID and TID come from a sample, the body of COMM/FORK/EXIT/MMAP2
+	// (for FORK and EXIT the new or ending thread), or the sample_id
+	// trailer of other records. Time is the sample_id's when there is one.
 	PID, TID uint32
 	Time     uint64
 	CPU      uint32
@@ -203,12 +204,19 @@ func (f *Format) sampleIDSize() int {
 	return n
 }
 
-func (f *Format) readSampleID(r *reader, rec *Record) {
+// readSampleID reads the sample_id trailer. Its pid/tid are those of the
+// task that was current when the kernel wrote the record (the parent, for
+// a FORK record), so they fill rec.PID/TID only for records whose body has
+// none (ownTask false).
+func (f *Format) readSampleID(r *reader, rec *Record, ownTask bool) {
 	if !f.SampleIDAll {
 		return
 	}
 	if f.SampleType&SampleTID != 0 {
-		rec.PID, rec.TID = r.u32(), r.u32()
+		pid, tid := r.u32(), r.u32()
+		if !ownTask {
+			rec.PID, rec.TID = pid, tid
+		}
 	}
 	if f.SampleType&SampleTime != 0 {
 		rec.Time = r.u64()
@@ -256,25 +264,25 @@ func (f *Format) ParseRecord(b []byte, rec *Record) error {
 	case RecordLost:
 		r.u64() // id
 		rec.Lost = r.u64()
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, false)
 	case RecordLostSamples:
 		rec.Lost = r.u64()
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, false)
 	case RecordComm:
 		rec.PID, rec.TID = r.u32(), r.u32()
 		rec.Comm = r.cstring(f.sampleIDSize())
 		rec.Exec = rec.Misc&miscCommExec != 0
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, true)
 	case RecordFork, RecordExit:
 		rec.PID, rec.PPID = r.u32(), r.u32()
 		rec.TID, rec.PTID = r.u32(), r.u32()
 		rec.Time = r.u64()
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, true)
 	case RecordThrottle, RecordUnthrottle:
 		rec.Time = r.u64()
 		r.u64() // id
 		r.u64() // stream_id
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, false)
 	case RecordMmap, RecordMmap2:
 		rec.PID, rec.TID = r.u32(), r.u32()
 		rec.Addr, rec.Len, rec.PgOff = r.u64(), r.u64(), r.u64()
@@ -285,7 +293,7 @@ func (f *Format) ParseRecord(b []byte, rec *Record) error {
 			rec.Prot = 0x4 // PERF_RECORD_MMAP is only written for executable maps
 		}
 		rec.Filename = r.cstring(f.sampleIDSize())
-		f.readSampleID(r, rec)
+		f.readSampleID(r, rec, true)
 	default:
 		return nil
 	}

@@ -104,10 +104,14 @@ func TestParseSideBand(t *testing.T) {
 	if err := f.ParseRecord(sid(newRec(RecordComm, miscCommExec).u32(10).u32(10).str("newprog")).done(), &rec); err != nil || !rec.Exec || string(rec.Comm) != "newprog" || rec.Time != 777 {
 		t.Errorf("COMM: %v %+v", err, rec)
 	}
-	if err := f.ParseRecord(sid(newRec(RecordFork, 0).u32(10).u32(10).u32(13).u32(10).u64(5)).done(), &rec); err != nil || rec.TID != 12 || rec.PTID != 10 {
-		// TID comes last from the sample_id trailer (12), as the kernel
-		// writes the same thread there.
+	// FORK: the body names the new thread (13) and its creator (10); the
+	// trailer names the task that was current, the creator's thread (12):
+	// it must not replace the new thread.
+	if err := f.ParseRecord(sid(newRec(RecordFork, 0).u32(10).u32(10).u32(13).u32(10).u64(5)).done(), &rec); err != nil || rec.TID != 13 || rec.PTID != 10 || rec.Time != 777 {
 		t.Errorf("FORK: %v %+v", err, rec)
+	}
+	if err := f.ParseRecord(sid(newRec(RecordLost, 0).u64(1).u64(42)).done(), &rec); err != nil || rec.TID != 12 {
+		t.Errorf("LOST takes its thread from the trailer: %v %+v", err, rec)
 	}
 	mm := newRec(RecordMmap2, 0).u32(10).u32(10).u64(0x7f0000).u64(0x1000).u64(0).raw(make([]byte, 24)).u32(5).u32(2).str("/usr/lib/libx.so")
 	if err := f.ParseRecord(sid(mm).done(), &rec); err != nil || rec.Addr != 0x7f0000 || !rec.Executable() || string(rec.Filename) != "/usr/lib/libx.so" {
