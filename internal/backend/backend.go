@@ -68,6 +68,14 @@ type Sample struct {
 	// again. Only wall-clock sampling (Options.Idle of a back end that
 	// knows per-thread run times) yields it.
 	Unchanged bool
+
+	// MapsChanged reports that the process mapped executable memory (a
+	// dlopen()ed library, JIT code) or replaced its program since the
+	// previous sample this Source yielded: a resolver that caches the
+	// module list reads /proc/PID/maps again before unwinding this one.
+	// Set by back ends that learn of mappings as they happen (perf:
+	// PERF_RECORD_MMAP2); others leave it false.
+	MapsChanged bool
 }
 
 // Round is what one call of Source.Next did, besides its samples: the
