@@ -27,20 +27,20 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 	// every thread was sampled, so loading symbols and debug info (see
 	// PrefetchSymbols) overlaps with sampling instead of holding it up.
 	type walked struct {
-		ts     ThreadStack
-		frames []unwind.Frame
-		err    error
+		ts  ThreadStack
+		st  unwind.Stack
+		err error
 	}
 	out := make([]walked, len(tids))
 	done := make([]bool, len(tids))
 	err := t.proc.SampleEach(tids, t.opts.StackWindow, func(i int, s *ptrace.Sample, err error) bool {
 		w := walked{ts: ThreadStack{TID: tids[i], Name: infos[i].Name, State: stateString(infos[i].State)}, err: err}
 		if err == nil {
-			t.sample = *s // shares s.Stack until the next thread: walked before that
+			t.setSample(s) // shares s.Stack until the next thread: walked before that
 			w.ts.Stopped, w.ts.Total = s.Stopped, s.Total
-			st := t.walk()
-			w.ts.Complete, w.ts.Err = st.Complete, st.Err
-			w.frames = append([]unwind.Frame(nil), st.Frames...)
+			st := t.res.Walk(&t.sample)
+			w.st = st
+			w.st.Frames = append([]unwind.Frame(nil), st.Frames...)
 		}
 		out[i], done[i] = w, true
 		return true
@@ -50,8 +50,8 @@ func (t *Target) StackEach(tids []int, fn func(ts ThreadStack, err error)) error
 			continue // the batch ended early (the process exited)
 		}
 		if w.err == nil {
-			w.ts.Frames, _ = t.symbolizeFrames(w.frames, t.opts.Symbols)
-			finishStack(&w.ts)
+			st := t.res.Name(w.st)
+			w.ts.Frames, w.ts.Complete, w.ts.Err = st.Frames, st.Complete, st.Err
 		}
 		fn(w.ts, w.err)
 	}
@@ -72,7 +72,7 @@ func (t *Target) stackEach(tids []int, o ptrace.BatchOptions, fn func(i int, ts 
 			fn(i, ts, err)
 			return true
 		}
-		t.sample = *s // shares s.Stack until the next thread: unwound before that
+		t.setSample(s) // shares s.Stack until the next thread: unwound before that
 		ts.Stopped, ts.Total = s.Stopped, s.Total
 		t.unwind(&ts)
 		fn(i, ts, nil)

@@ -528,29 +528,22 @@ func (e *Engine) resolveLate() {
 	}
 	// Naming every pending stack again at every tick would cost ticks
 	// while a large unit loads; only a change can help.
-	r := e.t.syms.readiness() + e.t.tails.readiness()
+	r := e.t.res.Readiness()
 	if r == e.lateTried {
 		return
 	}
 	e.lateTried = r
-	opts := e.t.opts.Symbols
-	opts.AsyncLines = true
 	type named struct {
 		id     int32
 		frames []profile.Frame
 	}
 	var done []named
 	for id, walk := range e.late {
-		frames, pending := e.t.symbolizeFrames(walk, opts)
-		if pending {
+		frames, ok := e.t.res.Rename(walk)
+		if !ok {
 			continue
 		}
-		// As at the sample (sampler.go): signal trampolines named, a Go
-		// stack cut at its root. Completeness was decided then, by the
-		// same symbol names.
-		ts := ThreadStack{Frames: frames}
-		finishStack(&ts)
-		done = append(done, named{id, ts.Frames})
+		done = append(done, named{id, frames})
 		delete(e.late, id)
 	}
 	if len(done) == 0 {

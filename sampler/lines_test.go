@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
 	"stacktop/profile"
@@ -18,7 +19,7 @@ import (
 
 // TestLinesLateSameStacks: file:line and inlined frames must not depend on
 // when a module's lines became ready. The line tables are held back for
-// the first part of a recording (linesGate); the samples taken then must
+// the first part of a recording (resolve.HoldLinesForTest); the samples taken then must
 // end up with the same frames as those taken after, so no stack appears
 // twice (once without lines, once with) in the profile.
 func TestLinesLateSameStacks(t *testing.T) {
@@ -26,8 +27,9 @@ func TestLinesLateSameStacks(t *testing.T) {
 	tg := targets.Start(t, "cxxinline-sframe3")
 	spin := byName(t, tg, "spin")
 
-	linesGate = make(chan struct{})
-	defer func() { linesGate = nil }()
+	gate := make(chan struct{})
+	resolve.HoldLinesForTest(gate)
+	defer resolve.HoldLinesForTest(nil)
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
 	cache := procmaps.NewModuleCache()
@@ -45,13 +47,13 @@ func TestLinesLateSameStacks(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for e.Stats().Samples < 20 {
 		if time.Now().After(deadline) {
-			close(linesGate)
+			close(gate)
 			t.Fatalf("no samples while lines were held back: %+v", e.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	early := e.Snapshot()
-	close(linesGate)
+	close(gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -106,8 +108,8 @@ func TestLinesLateWaitBounded(t *testing.T) {
 	spin := byName(t, tg, "spin")
 
 	gate := make(chan struct{})
-	linesGate = gate
-	defer func() { close(gate); linesGate = nil }()
+	resolve.HoldLinesForTest(gate)
+	defer func() { close(gate); resolve.HoldLinesForTest(nil) }()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
 	cache := procmaps.NewModuleCache()

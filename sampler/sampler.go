@@ -1,11 +1,10 @@
 package sampler
 
 import (
-	"fmt"
-	"slices"
 	"time"
 
-	"stacktop/backchain"
+	"stacktop/internal/backend"
+	"stacktop/internal/resolve"
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
@@ -22,7 +21,7 @@ const DefaultStackWindow = 16 << 10
 type Options struct {
 	StackWindow int // bytes copied above SP while stopped; 0 means DefaultStackWindow
 	MaxDepth    int // frames per stack; 0 means unwind.DefaultMaxDepth
-	Symbols     SymbolOptions
+	Symbols     resolve.SymbolOptions
 	NoCFI       bool // unwind with SFrame and frame pointers only
 	// Unwinders is the ordered list of unwinding methods walks may use
 	// (--unwinder); nil means the architecture's default. See
@@ -46,34 +45,24 @@ type ThreadStack struct {
 	linesPending []unwind.Frame
 }
 
+// SymbolOptions choose how much source detail symbolisation adds.
+type SymbolOptions = resolve.SymbolOptions
+
+// SignalFrameName is the name of a signal trampoline's frame.
+const SignalFrameName = resolve.SignalFrameName
+
+// ErrNot64Bit: the target runs a 32-bit program.
+var ErrNot64Bit = resolve.ErrNot64Bit
+
 // Target is an attached process.
 type Target struct {
-	PID   int
-	Arch  regs.Arch
-	proc  *ptrace.Process
-	mem   *ptrace.Memory
-	cache *procmaps.ModuleCache
-	space *procmaps.AddressSpace
-	mods  moduleIndex
-	syms  *symbolizer
-	// pacMask is cleared from arm64 return addresses (0: nothing to strip).
-	pacMask   uint64
-	backChain backchain.Unwinder // s390x fallback; reads t.mods at call time
-	opts      Options
-	tails     *tailCalls // DWARF call sites per module (tailcall.go)
-	goStacks  goStacks   // Go's systemstack/morestack switches (gostack.go)
-	// funcAtFn is t.funcAt bound once, so a walk does not allocate it.
-	funcAtFn func(pc uint64) (start, end uint64, ok bool)
-
-	// stackOf bounds frames a signal interrupted on another stack than
-	// the handler's (sigaltstack) by their own mapping; reads t.space at
-	// call time.
-	stackOf unwind.StackFinder
-	perfMap perfMap // names of JIT code (anonymous executable memory)
-
-	walker unwind.Walker
-	sample ptrace.Sample
-	window unwind.StackWindow
+	PID    int
+	Arch   regs.Arch
+	proc   *ptrace.Process
+	mem    *ptrace.Memory
+	res    *resolve.Resolver
+	opts   Options
+	sample backend.Sample
 }
 
 // Open attaches to pid through tracer and loads its address space. cache may
@@ -82,135 +71,51 @@ func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Opti
 	if opts.StackWindow <= 0 {
 		opts.StackWindow = DefaultStackWindow
 	}
-	if err := checkClass(pid); err != nil {
+	if err := resolve.CheckClass(pid); err != nil {
 		return nil, err
 	}
 	proc, err := tracer.Attach(pid)
 	if err != nil {
 		return nil, err
 	}
-	t := &Target{PID: pid, proc: proc, mem: ptrace.NewMemory(pid), cache: cache, opts: opts, syms: newSymbolizer(),
-		perfMap: perfMap{pid: pid}}
-	if err := t.refresh(); err != nil {
+	mask, _ := proc.PACMask()
+	mem := ptrace.NewMemory(pid)
+	res, err := resolve.New(pid, mem, cache, resolve.Options{MaxDepth: opts.MaxDepth, Symbols: opts.Symbols,
+		NoCFI: opts.NoCFI, Unwinders: opts.Unwinders, PACMask: mask})
+	if err != nil {
 		proc.Detach()
-		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
-	}
-	t.Arch = t.arch()
-	if err := t.checkUnwinders(); err != nil {
-		proc.Detach()
+		mem.Close()
 		return nil, err
 	}
-	t.funcAtFn = t.funcAt
-	t.tails = &tailCalls{}
-	// arm64 return addresses may carry a pointer-authentication code; the
-	// mask of its bits is per process (NT_ARM_PAC_MASK). 0 elsewhere.
-	t.pacMask, _ = proc.PACMask()
-	t.stackOf = func(sp uint64) (unwind.StackBounds, bool) {
-		m, ok := t.space.MappingAt(sp)
-		return unwind.StackBounds{Low: m.Start, High: m.End}, ok
-	}
-	t.backChain = backchain.Unwinder{
-		InVDSO: func(pc uint64) bool { m, ok := t.mods.ModuleAt(pc); return ok && m.IsVDSO },
-		IsCode: func(pc uint64) bool { _, ok := t.mods.ModuleAt(pc); return ok },
-		FuncAt: t.funcAtFn,
-	}
-	return t, nil
-}
-
-// arch is the target's architecture, from its objects' ELF headers (all
-// objects of one process share it), so an s390x snapshot unwinds the
-// same on any host.
-func (t *Target) arch() regs.Arch {
-	for i := range t.space.Exec {
-		if m := t.space.Exec[i].Module; m != nil && m.Arch != regs.ArchUnknown {
-			return m.Arch
-		}
-	}
-	return regs.ArchUnknown
+	return &Target{PID: pid, Arch: res.Arch, proc: proc, mem: mem, res: res, opts: opts}, nil
 }
 
 // Process gives access to the attached process (freeze, thread list).
 func (t *Target) Process() *ptrace.Process { return t.proc }
 
+// UnwinderNames are the unwinding methods walks may use, as names.
+func (t *Target) UnwinderNames() []string { return t.res.UnwinderNames() }
+
 // Close detaches from every thread. It is safe to call more than once.
 func (t *Target) Close() error {
 	err := t.proc.Detach()
 	t.mem.Close()
-	t.syms.close()
+	t.res.Close()
 	return err
 }
 
-// refresh reloads /proc/PID/maps (cheaply: an unchanged file keeps the old
-// snapshot) and rebuilds the module index the unwinder searches.
-func (t *Target) refresh() error {
-	var (
-		space *procmaps.AddressSpace
-		err   error
-	)
-	if t.space == nil {
-		space, err = procmaps.LoadAddressSpace(t.PID, t.cache)
-	} else {
-		space, err = t.space.Refresh()
-	}
-	if err != nil {
-		return err
-	}
-	if space != t.space {
-		// The vDSO has no file: its image comes from the target's memory,
-		// so its symbols and unwind tables are there for the unwinder.
-		attachVDSO(space, t.mem)
-		t.space = space
-		t.mods = newModuleIndex(space)
-		t.goStacks.update(space)
-	}
-	return nil
+func (t *Target) reload() error {
+	err := t.res.Reload()
+	t.Arch = t.res.Arch
+	return err
 }
 
-// reload drops the address space and reads it again from scratch: after an
-// execve every mapping, module and symbol table of the old image is stale.
-func (t *Target) reload() error {
-	t.space = nil
-	t.perfMap = perfMap{pid: t.PID} // the new program writes its own
-	if err := t.refresh(); err != nil {
-		return err
-	}
-	t.Arch = t.arch()
-	return nil
+func (t *Target) setSample(s *ptrace.Sample) {
+	t.sample = backend.Sample{TID: s.TID, Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack}
 }
 
 // unwind walks the stack of the sample just taken and symbolises it.
 func (t *Target) unwind(ts *ThreadStack) {
-	st := t.walk()
-	ts.Complete, ts.Err = st.Complete, st.Err
-	var pending bool
-	ts.Frames, pending = t.symbolizeFrames(st.Frames, t.opts.Symbols)
-	if pending {
-		ts.linesPending = slices.Clone(st.Frames)
-	}
-	finishStack(ts)
-}
-
-// walk unwinds the sample just taken. The frames alias the walker's buffer:
-// valid until the next walk.
-func (t *Target) walk() unwind.Stack {
-	s := &t.sample
-	if _, ok := t.space.Find(s.Regs.PC); !ok {
-		// New code since the maps were read (dlopen, exec): reload once.
-		t.refresh()
-	}
-	t.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: t.mem}
-	opts := unwind.Options{MaxDepth: t.opts.MaxDepth, NoCFI: t.opts.NoCFI, PACMask: t.pacMask,
-		Unwinders: t.opts.Unwinders, FuncAt: t.funcAtFn, StackOf: t.stackOf}
-	if sw := t.goStacks.switcher; sw != nil {
-		opts.Switch = sw
-	}
-	if s.Regs.Arch == regs.S390X {
-		// s390x has no usable frame-pointer chain: where SFrame and CFI
-		// have no row, the back chain (-mbackchain code) is the fallback.
-		opts.Fallback = t.backChain
-	}
-	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
-		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
-	}
-	return t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
+	st := t.res.Resolve(&t.sample)
+	ts.Frames, ts.Complete, ts.Err, ts.linesPending = st.Frames, st.Complete, st.Err, st.Pending
 }
