@@ -17,6 +17,12 @@
 // thread's last stack without resolving anything. A sample's Weight is
 // counted in periods of Options.Period.
 //
+// Exec: after a round with Round.Exec the engine reloads the resolver's
+// address space, names the profile's command again and forgets the
+// threads' last stacks. Samples are named as they are yielded, so a back
+// end ends a round at an exec, before any sample of the new program
+// (ptracesampler returns such a round with no samples at all).
+//
 // Lines: a stack added before its lines were ready (AsyncLines) is named
 // again (resolve.Resolver.Rename) when they are, at a later round or, at
 // the latest, before Run returns; so file:line and inlined frames do not

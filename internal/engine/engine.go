@@ -37,9 +37,10 @@ type Options struct {
 // last stacks, and counts what the back end reports. Run drives it from
 // one goroutine; Snapshot and Stats may be called from any other.
 type Engine struct {
-	src  backend.Source
-	res  *resolve.Resolver
-	opts Options
+	src   backend.Source
+	res   *resolve.Resolver
+	opts  Options
+	yield func(*backend.Sample) // e.take, bound once
 
 	// Owned by Run's goroutine.
 	threads map[int]*thread
@@ -163,6 +164,7 @@ func New(src backend.Source, res *resolve.Resolver, opts Options) *Engine {
 		threads: map[int]*thread{},
 		buf:     make([]byte, 128),
 	}
+	e.yield = e.take
 	e.st.interrupts = map[int]int64{}
 	e.start = time.Now()
 	e.prof = profile.New(res.PID, procmaps.Cmdline(res.PID), e.start, opts.Period)
@@ -190,7 +192,7 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 	for {
 		e.rounds++
-		r, err := e.src.Next(ctx, e.take)
+		r, err := e.src.Next(ctx, e.yield)
 		e.commit(&r)
 		switch {
 		case errors.Is(err, backend.ErrExited):
