@@ -6,7 +6,7 @@
 #    no DWARF cache (STACKTOP_NO_CACHE=1), lines with a cold cache (a new
 #    empty XDG_CACHE_HOME each round) and with a warm one. The modes
 #    alternate within each round; medians at the end. Target: <= 20 ms.
-# 2. record's start: BenchmarkRecordStart (sampler) gives the time from
+# 2. record's start: BenchmarkRecordStart (internal/engine) gives the time from
 #    attach to the first sample and the tick rate over 3 s at 999 Hz.
 #    Targets: first sample within 20 ms; 999 Hz within 1% on a quiet
 #    machine.
@@ -67,6 +67,6 @@ kill "$target"
 
 if [ -z "${SKIP_RECORD:-}" ]; then
 	echo "record start (3 s at 999 Hz of cxxinline's spinning thread):"
-	(cd "$root" && go test -run '^$' -bench BenchmarkRecordStart -benchtime 1x -count 3 ./sampler) |
+	(cd "$root" && go test -run '^$' -bench BenchmarkRecordStart -benchtime 1x -count 3 ./internal/engine) |
 		grep -E '^Benchmark'
 fi

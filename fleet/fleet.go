@@ -15,7 +15,7 @@ import (
 // DefaultInterval is how often a window is cut and sent.
 const DefaultInterval = 15 * time.Second
 
-// Source gives immutable snapshots of a growing profile (sampler.Engine).
+// Source gives immutable snapshots of a growing profile (engine.Engine).
 type Source interface {
 	Snapshot() *profile.Profile
 }

@@ -1,6 +1,7 @@
-// Package live adapts a running sampler.Engine to the terminal UI's
-// tui.Source, so "stacktop top" is only wiring: open a target, start an
-// Engine on a goroutine, hand live.New(engine) to tui.Run.
+// Package live adapts a running engine.Engine to the terminal UI's
+// tui.Source, so "stacktop top" is only wiring: open a back end's Source
+// and a Resolver, start an Engine on a goroutine, hand live.New(engine) to
+// tui.Run.
 //
 // Lifecycle: the Engine's Run goroutine is the only writer of the profile;
 // Snapshot, called by the UI's polling goroutine, takes the engine's lock
@@ -11,14 +12,14 @@ package live
 import (
 	"sync"
 
+	"stacktop/internal/engine"
 	"stacktop/profile"
-	"stacktop/sampler"
 	"stacktop/tui"
 )
 
 // Source is a tui.Source over an Engine.
 type Source struct {
-	engine *sampler.Engine
+	engine *engine.Engine
 
 	mu      sync.Mutex
 	exitMsg string
@@ -26,7 +27,7 @@ type Source struct {
 }
 
 // New returns a Source polling e.
-func New(e *sampler.Engine) *Source { return &Source{engine: e} }
+func New(e *engine.Engine) *Source { return &Source{engine: e} }
 
 // SetExitMsg sets the text shown once the target is gone (for example
 // "exit status 3" when stacktop started the program and knows its status).
@@ -70,7 +71,7 @@ func (s *Source) Snapshot() tui.Status {
 // Status is what the UI shows of an engine's counters and profile: the
 // profile only once it holds samples (or the process is gone), so the UI
 // says "waiting for samples" until then. ExitMsg is the caller's.
-func Status(st sampler.Stats, prof *profile.Profile) tui.Status {
+func Status(st engine.Stats, prof *profile.Profile) tui.Status {
 	out := tui.Status{
 		Rate:    st.Rate,
 		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},

@@ -9,7 +9,6 @@ import (
 
 	"stacktop/internal/gdbstack"
 	"stacktop/internal/targets"
-	"stacktop/sampler"
 )
 
 // TestDumpMatchesGDBEveryFrame: with DWARF CFI behind SFrame, every frame
@@ -24,7 +23,7 @@ func TestDumpMatchesGDBEveryFrame(t *testing.T) {
 	}
 	for _, variant := range targets.Variants {
 		t.Run("chains-"+variant, func(t *testing.T) {
-			compareWithGDB(t, "chains-"+variant, func(ts sampler.ThreadStack, i int, want []gdbstack.Frame) {
+			compareWithGDB(t, "chains-"+variant, func(ts ThreadStack, i int, want []gdbstack.Frame) {
 				// Inside the binary, SFrame builds must use SFrame except
 				// for the caller of drap_frame (no FDE before V3): CFI.
 				if variant == "fp" || i == 0 || i >= len(ts.Frames) {
@@ -59,7 +58,7 @@ func TestDumpSignalFrames(t *testing.T) {
 	for _, variant := range targets.Variants {
 		t.Run(variant, func(t *testing.T) {
 			signals := map[string]int{}
-			compareWithGDB(t, "signals-"+variant, func(ts sampler.ThreadStack, i int, want []gdbstack.Frame) {
+			compareWithGDB(t, "signals-"+variant, func(ts ThreadStack, i int, want []gdbstack.Frame) {
 				if want[i].Function != gdbstack.SignalFrame {
 					return
 				}
@@ -82,7 +81,7 @@ func TestDumpSignalFrames(t *testing.T) {
 // symbolizer reports them as gdb does, with the PC of their outer frame) (gdb's signal frame, which has no address,
 // matches any PC), and the walk to end where gdb's does. check is called
 // for each frame index of each thread.
-func compareWithGDB(t *testing.T, name string, check func(ts sampler.ThreadStack, i int, want []gdbstack.Frame)) {
+func compareWithGDB(t *testing.T, name string, check func(ts ThreadStack, i int, want []gdbstack.Frame)) {
 	tg := targets.Start(t, name)
 	tg.Stop()
 	defer tg.Cont()
@@ -120,7 +119,7 @@ func compareWithGDB(t *testing.T, name string, check func(ts sampler.ThreadStack
 }
 
 // methodShares counts the frames found by each method.
-func methodShares(threads []sampler.ThreadStack) string {
+func methodShares(threads []ThreadStack) string {
 	n := map[string]int{}
 	total := 0
 	for _, ts := range threads {

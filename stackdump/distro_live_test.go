@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"stacktop/internal/gdbstack"
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
 	"stacktop/profile"
-	"stacktop/sampler"
 )
 
 // The tests in this file compare stacktop's dump with gdb on programs
@@ -156,7 +156,7 @@ func TestDistroGo(t *testing.T) {
 	// test is about. compareStopped then dumps it as stopped here.
 	for attempt := 0; ; attempt++ {
 		tg.Stop()
-		res, err := Run(newTracer(t), tg.PID(), Options{Sampler: sampler.Options{Symbols: sampler.SymbolOptions{NoLines: true}}})
+		res, err := Run(newTracer(t), tg.PID(), Options{Resolve: resolve.Options{Symbols: resolve.SymbolOptions{NoLines: true}}})
 		if err == nil && threadRuns(res, "gospin", "main.spinLeaf") {
 			break
 		}
@@ -436,7 +436,7 @@ func callEndsAt(b [7]byte) bool {
 // frame stacktop may go on only where gdb stopped early: at main (gdb's
 // "backtrace past-main" is off; for Go, main.main) or where its walk
 // went astray (cut).
-func compareThread(t *testing.T, ts sampler.ThreadStack, want []gdbstack.Frame, cut bool) (names nameCounts) {
+func compareThread(t *testing.T, ts ThreadStack, want []gdbstack.Frame, cut bool) (names nameCounts) {
 	t.Helper()
 	for i := range want {
 		if i >= len(ts.Frames) {

@@ -2,7 +2,9 @@
 // process, as pstack, gdb's `thread apply all bt` and eu-stack print them,
 // with the pause each thread suffered.
 //
-// Run attaches (sampler.Open), takes each thread's stack, detaches, and
+// Run attaches with the ptrace back end's one-shot form
+// (ptracesampler.OpenDump), walks each thread's stack inside the sampling
+// batch and names the frames after it (internal/resolve), detaches, and
 // returns a Result that WriteText and WriteJSON print. By default each
 // thread is stopped only while its registers and stack window are copied;
 // Options.Freeze stops them all for one consistent snapshot (for deadlock

@@ -6,9 +6,13 @@ import (
 	"slices"
 	"time"
 
+	"stacktop/internal/backend"
+	"stacktop/internal/ptracesampler"
+	"stacktop/internal/resolve"
 	"stacktop/procmaps"
+	"stacktop/profile"
 	"stacktop/ptrace"
-	"stacktop/sampler"
+	"stacktop/unwind"
 )
 
 // Options select what to dump and how.
@@ -18,15 +22,30 @@ type Options struct {
 	// Select, if set, says which threads to dump (--thread-name); the
 	// others are not stopped at all (with Freeze they are: a consistent
 	// snapshot stops every thread).
-	Select  func(tid int) bool
-	Sampler sampler.Options
+	Select func(tid int) bool
+	// StackWindow is the bytes of stack copied while a thread is stopped;
+	// 0 means ptracesampler.DefaultStackWindow.
+	StackWindow int
+	Resolve     resolve.Options // unwinders, depth, symbols
+}
+
+// ThreadStack is one thread's named stack.
+type ThreadStack struct {
+	TID      int
+	Name     string // comm
+	State    string // R, S, D, T, t, ... as /proc shows it before the sample
+	Frames   []profile.Frame
+	Complete bool  // the walk reached the outermost frame
+	Err      error // why the walk stopped early (Complete false), or the sample failed
+	Stopped  time.Duration
+	Total    time.Duration
 }
 
 // Result is one dump.
 type Result struct {
 	PID     int
 	Command string
-	Threads []sampler.ThreadStack // by TID
+	Threads []ThreadStack // by TID
 	// Exited lists threads that exited between being listed and sampled.
 	Exited []int
 	// ProcessExited is set when the whole process went away mid-dump.
@@ -84,25 +103,37 @@ func (e *BlockedError) Unwrap() error { return e.Err }
 // detached before Run returns.
 func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	start := time.Now()
+	if err := resolve.CheckClass(pid); err != nil {
+		return nil, err // before attaching: nothing to undo
+	}
 	cache := procmaps.NewModuleCache()
 	defer cache.Close()
-	t, err := sampler.Open(tracer, pid, cache, opt.Sampler)
+	d, err := ptracesampler.OpenDump(tracer, pid, opt.StackWindow)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
-		if derr := t.Close(); derr != nil && err == nil {
+		if derr := d.Close(); derr != nil && err == nil {
 			err = fmt.Errorf("detaching from %d: %w", pid, derr)
 		}
 	}()
-	res = &Result{PID: pid, Command: procmaps.Cmdline(pid), Unwinders: t.UnwinderNames()}
+	mem := ptrace.NewMemory(pid)
+	defer mem.Close()
+	ropts := opt.Resolve
+	ropts.PACMask = d.PACMask()
+	r, err := resolve.New(pid, mem, cache, ropts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	res = &Result{PID: pid, Command: procmaps.Cmdline(pid), Unwinders: r.UnwinderNames()}
 
-	if opt.TID != 0 && !slices.Contains(t.Process().Threads(), opt.TID) {
+	if opt.TID != 0 && !slices.Contains(d.Threads(), opt.TID) {
 		return nil, fmt.Errorf("thread %d is not a thread of process %d", opt.TID, pid)
 	}
 	var frozenAt time.Time
 	if opt.Freeze {
-		if err := t.Process().Freeze(); err != nil {
+		if err := d.Freeze(); err != nil {
 			return nil, fmt.Errorf("freezing %d: %w", pid, err)
 		}
 		frozenAt = time.Now()
@@ -117,7 +148,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		if opt.TID != 0 {
 			todo = []int{opt.TID}
 		} else {
-			for _, tid := range t.Process().Threads() {
+			for _, tid := range d.Threads() {
 				if !seen[tid] {
 					todo = append(todo, tid)
 				}
@@ -137,23 +168,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 				continue // the next listing may still hold new threads
 			}
 		}
-		err := t.StackEach(todo, func(ts sampler.ThreadStack, err error) {
-			switch {
-			case errors.Is(err, ptrace.ErrProcessExited):
-				res.ProcessExited = true
-			case errors.Is(err, ptrace.ErrThreadExited):
-				res.Exited = append(res.Exited, ts.TID)
-			case errors.Is(err, ptrace.ErrThreadBlocked):
-				ts.Err = &BlockedError{TID: ts.TID, WaitChannel: procmaps.ThreadWaitChannel(pid, ts.TID), Err: err}
-				res.Threads = append(res.Threads, ts)
-			default:
-				if err != nil {
-					ts.Err = err
-				}
-				res.Threads = append(res.Threads, ts)
-			}
-		})
-		if err != nil {
+		if err := dumpBatch(d, r, todo, res); err != nil {
 			return nil, fmt.Errorf("sampling %d: %w", pid, err)
 		}
 		if res.ProcessExited || opt.TID != 0 {
@@ -161,10 +176,10 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 	}
 	if opt.Freeze && !res.ProcessExited {
-		t.Process().Thaw()
+		d.Thaw()
 		res.Pauses.Frozen = time.Since(frozenAt)
 	}
-	slices.SortFunc(res.Threads, func(a, b sampler.ThreadStack) int { return a.TID - b.TID })
+	slices.SortFunc(res.Threads, func(a, b ThreadStack) int { return a.TID - b.TID })
 	res.Pauses.summarize(res.Threads)
 	res.Wall = time.Since(start)
 	if len(res.Threads) == 0 {
@@ -176,7 +191,49 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	return res, nil
 }
 
-func (p *Pauses) summarize(threads []sampler.ThreadStack) {
+// dumpBatch samples tids in one batch and adds their stacks to res. Only
+// the walk runs inside the batch; naming the frames waits until every
+// thread was sampled, so loading symbols and debug info overlaps with
+// sampling instead of holding it up.
+func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Result) error {
+	type walked struct {
+		ts ThreadStack
+		st unwind.Stack
+	}
+	var out []walked
+	err := d.Sample(tids, func(info ptracesampler.ThreadInfo, s *backend.Sample, err error) {
+		ts := ThreadStack{TID: info.TID, Name: info.Name, State: info.State}
+		switch {
+		case errors.Is(err, ptracesampler.ErrThreadExited):
+			res.Exited = append(res.Exited, ts.TID)
+			return
+		case errors.Is(err, ptracesampler.ErrThreadBlocked):
+			ts.Err = &BlockedError{TID: ts.TID, WaitChannel: procmaps.ThreadWaitChannel(res.PID, ts.TID), Err: err}
+		case err != nil:
+			ts.Err = err
+		default:
+			ts.Stopped, ts.Total = s.Pause, s.Total
+			st := r.Walk(s) // aliases the resolver's buffer: copied
+			st.Frames = slices.Clone(st.Frames)
+			out = append(out, walked{ts: ts, st: st})
+			return
+		}
+		out = append(out, walked{ts: ts})
+	})
+	if errors.Is(err, backend.ErrExited) {
+		res.ProcessExited, err = true, nil
+	}
+	for _, w := range out {
+		if w.ts.Err == nil {
+			st := r.Name(w.st)
+			w.ts.Frames, w.ts.Complete, w.ts.Err = st.Frames, st.Complete, st.Err
+		}
+		res.Threads = append(res.Threads, w.ts)
+	}
+	return err
+}
+
+func (p *Pauses) summarize(threads []ThreadStack) {
 	var d []time.Duration
 	for i := range threads {
 		if threads[i].Total > 0 {

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"stacktop/internal/gdbstack"
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 )
 
 // needPtrace skips tests that attach to processes when we may not.
@@ -104,7 +104,7 @@ func TestDumpMatchesGDB(t *testing.T) {
 
 			// CFI off: this test proves the SFrame and frame-pointer paths
 			// alone (TestDumpMatchesGDBEveryFrame covers the full order).
-			res, gdb := dumpWithGDB(t, tg.PID(), Options{Sampler: sampler.Options{NoCFI: true}})
+			res, gdb := dumpWithGDB(t, tg.PID(), Options{Resolve: resolve.Options{NoCFI: true}})
 			ranges := binaryRanges(t, tg.PID(), name)
 			if len(res.Threads) != len(gdb) {
 				t.Errorf("dumped %d threads, gdb saw %d", len(res.Threads), len(gdb))
@@ -176,7 +176,7 @@ func TestDumpMatchesGDB(t *testing.T) {
 // -mno-omit-leaf-frame-pointer, and a function can be caught in its
 // prologue. So frame 0 and the last frame must equal gdb's, and every frame
 // stacktop reports must be one of gdb's, in order, found by "fp".
-func compareSubsequence(t *testing.T, ts sampler.ThreadStack, want []gdbstack.Frame) {
+func compareSubsequence(t *testing.T, ts ThreadStack, want []gdbstack.Frame) {
 	t.Helper()
 	if len(ts.Frames) == 0 || ts.Frames[0].PC != want[0].PC {
 		t.Errorf("thread %d (%s): frame 0 differs from gdb's 0x%x", ts.TID, ts.Name, want[0].PC)
@@ -205,7 +205,7 @@ func compareSubsequence(t *testing.T, ts sampler.ThreadStack, want []gdbstack.Fr
 // method its build provides: frame pointers for the fp build, SFrame for
 // the others (V1 and V2 have no FDE for the DRAP function: gas cannot
 // describe a CFA in r10 before V3, so that one step uses frame pointers).
-func checkMethod(t *testing.T, variant string, ts sampler.ThreadStack, i int) {
+func checkMethod(t *testing.T, variant string, ts ThreadStack, i int) {
 	t.Helper()
 	want := "sframe"
 	if variant == "fp" {

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"stacktop/ptrace"
-	"stacktop/sampler"
 )
 
 // A thread that could not be stopped says so, and where it sleeps, instead
@@ -19,7 +18,7 @@ func TestBlockedThreadOutput(t *testing.T) {
 	if !errors.Is(blocked, ptrace.ErrThreadBlocked) {
 		t.Fatal("BlockedError does not wrap ptrace.ErrThreadBlocked")
 	}
-	r := &Result{PID: 11, Command: "t", Threads: []sampler.ThreadStack{{TID: 12, Name: "t", State: "D", Err: blocked}}}
+	r := &Result{PID: 11, Command: "t", Threads: []ThreadStack{{TID: 12, Name: "t", State: "D", Err: blocked}}}
 	var text bytes.Buffer
 	if err := WriteText(&text, r); err != nil {
 		t.Fatal(err)

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"stacktop/internal/gdbstack"
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
-	"stacktop/sampler"
 )
 
 // buildTailcall compiles testdata/targets/tailcall.c -O2 -g with the
@@ -90,7 +90,7 @@ func TestTailCallFramesMatchGDB(t *testing.T) {
 			}
 
 			// Without DWARF there are no call sites: no tail-call frames.
-			noLines, err := Run(newTracer(t), tg.PID(), Options{Sampler: sampler.Options{Symbols: sampler.SymbolOptions{NoLines: true}}})
+			noLines, err := Run(newTracer(t), tg.PID(), Options{Resolve: resolve.Options{Symbols: resolve.SymbolOptions{NoLines: true}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"stacktop/internal/gdbstack"
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
-	"stacktop/sampler"
 	"stacktop/unwind"
 )
 
@@ -70,14 +70,14 @@ func TestDumpSigaltstack(t *testing.T) {
 	for _, name := range []string{"sigalt-fp", "sigalt-cfi"} {
 		t.Run(name, func(t *testing.T) {
 			signal := false
-			compareWithGDB(t, name, func(ts sampler.ThreadStack, i int, want []gdbstack.Frame) {
+			compareWithGDB(t, name, func(ts ThreadStack, i int, want []gdbstack.Frame) {
 				if ts.Name != "altsig" {
 					return
 				}
 				if want[i].Function == gdbstack.SignalFrame {
 					signal = true
-					if ts.Frames[i].Function != sampler.SignalFrameName {
-						t.Errorf("frame #%d: %q, want %q", i, ts.Frames[i].Function, sampler.SignalFrameName)
+					if ts.Frames[i].Function != resolve.SignalFrameName {
+						t.Errorf("frame #%d: %q, want %q", i, ts.Frames[i].Function, resolve.SignalFrameName)
 					}
 				}
 				if i == len(want)-1 && (!ts.Complete || ts.Frames[len(ts.Frames)-1].Function != "clone3") {
@@ -139,8 +139,8 @@ func TestRefuse32Bit(t *testing.T) {
 	needPtrace(t)
 	tg := targets.Start(t, "i386")
 	res, err := Run(newTracer(t), tg.PID(), Options{})
-	if !errors.Is(err, sampler.ErrNot64Bit) {
-		t.Fatalf("dump of a 32-bit program: err %v, want %v", err, sampler.ErrNot64Bit)
+	if !errors.Is(err, resolve.ErrNot64Bit) {
+		t.Fatalf("dump of a 32-bit program: err %v, want %v", err, resolve.ErrNot64Bit)
 	}
 	if res != nil && len(res.Threads) > 0 {
 		t.Errorf("dumped %d threads of a 32-bit program", len(res.Threads))

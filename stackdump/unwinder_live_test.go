@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
-	"stacktop/sampler"
 	"stacktop/unwind"
 )
 
@@ -24,14 +24,14 @@ func TestUnwinderSFrameOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	only, err := Run(tr, tg.PID(), Options{Sampler: sampler.Options{Unwinders: []unwind.Method{unwind.MethodSFrame}}})
+	only, err := Run(tr, tg.PID(), Options{Resolve: resolve.Options{Unwinders: []unwind.Method{unwind.MethodSFrame}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(def.Unwinders, []string{"sframe", "cfi", "fp"}) || !slices.Equal(only.Unwinders, []string{"sframe"}) {
 		t.Errorf("unwinders: default %v, sframe-only %v", def.Unwinders, only.Unwinders)
 	}
-	noCFI, err := Run(tr, tg.PID(), Options{Sampler: sampler.Options{NoCFI: true}})
+	noCFI, err := Run(tr, tg.PID(), Options{Resolve: resolve.Options{NoCFI: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,9 +7,10 @@ import (
 	"os"
 	"regexp"
 
+	"stacktop/internal/ptracesampler"
+	"stacktop/internal/resolve"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 	"stacktop/stackdump"
 )
 
@@ -32,7 +33,7 @@ func runDump(args []string) int {
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
 	window := new(int)
-	*window = sampler.DefaultStackWindow
+	*window = ptracesampler.DefaultStackWindow
 	fs.Var(sizeValue{window}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
 	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
@@ -84,11 +85,10 @@ func runDump(args []string) int {
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
-			TID: *tid, Freeze: *freeze, Select: selectTID, Sampler: sampler.Options{
-				StackWindow: *window,
-				NoCFI:       unwinders.noCFI,
-				Unwinders:   methods,
-				Symbols:     sampler.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
+			TID: *tid, Freeze: *freeze, Select: selectTID, StackWindow: *window, Resolve: resolve.Options{
+				NoCFI:     unwinders.noCFI,
+				Unwinders: methods,
+				Symbols:   resolve.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
 			},
 		})
 		if nameRE != nil && errors.Is(err, stackdump.ErrNoThreads) {

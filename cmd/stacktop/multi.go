@@ -12,10 +12,10 @@ import (
 	"sync"
 	"time"
 
+	"stacktop/internal/engine"
 	"stacktop/live"
 	"stacktop/profile"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 	"stacktop/tui"
 )
 
@@ -66,7 +66,7 @@ func threadFilter(re *regexp.Regexp) func(*profile.Profile) *profile.Profile {
 type processGroup struct {
 	tr   *ptrace.Tracer
 	f    *samplingFlags
-	opts sampler.EngineOptions
+	opts engineOptions
 
 	mu       sync.Mutex
 	sessions []*session
@@ -93,7 +93,7 @@ func (p *groupPanic) String() string {
 	return fmt.Sprintf("%v\n\nengine goroutine:\n%s", p.value, p.stack)
 }
 
-func newProcessGroup(tr *ptrace.Tracer, f *samplingFlags, opts sampler.EngineOptions, first *session) *processGroup {
+func newProcessGroup(tr *ptrace.Tracer, f *samplingFlags, opts engineOptions, first *session) *processGroup {
 	fl := &processGroup{tr: tr, f: f, opts: opts, known: map[int]bool{}}
 	fl.sessions = append(fl.sessions, first)
 	fl.known[first.target.PID] = true
@@ -271,13 +271,13 @@ func (fl *processGroup) profile() *profile.Profile {
 // rate is the first process's (each process has its own ticks); pauses
 // and tick times are the worst of any process; the recording exited when
 // all did. One process's are its engine's own.
-func (fl *processGroup) stats() (sampler.Stats, int) {
+func (fl *processGroup) stats() (engine.Stats, int) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if len(fl.sessions) == 1 {
 		return fl.sessions[0].engine.Stats(), 1
 	}
-	var sum sampler.Stats
+	var sum engine.Stats
 	sum.Methods = map[string]int64{}
 	sum.Interrupts = map[int]int64{}
 	sum.Exited = true
@@ -290,6 +290,7 @@ func (fl *processGroup) stats() (sampler.Stats, int) {
 		sum.Elapsed = max(sum.Elapsed, st.Elapsed)
 		sum.Ticks += st.Ticks
 		sum.MissedTicks += st.MissedTicks
+		sum.Lost += st.Lost
 		sum.Samples += st.Samples
 		sum.Stops += st.Stops
 		sum.Reused += st.Reused
@@ -317,7 +318,7 @@ func (fl *processGroup) stats() (sampler.Stats, int) {
 	return sum, len(fl.sessions)
 }
 
-func worse(a, b sampler.PauseStats) sampler.PauseStats {
+func worse(a, b engine.PauseStats) engine.PauseStats {
 	a.N += b.N
 	a.Median, a.P99, a.Max = max(a.Median, b.Median), max(a.P99, b.P99), max(a.Max, b.Max)
 	return a

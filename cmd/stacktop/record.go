@@ -21,9 +21,9 @@ import (
 
 	"stacktop/export"
 	"stacktop/fleet"
+	"stacktop/internal/engine"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 )
 
 // Exit codes of `stacktop record`, documented in docs/record.md. With
@@ -282,7 +282,7 @@ func isTerminal(f *os.File) bool {
 
 // showProgress redraws one status line on w four times a second until the
 // returned function is called, which erases it.
-func showProgress(w io.Writer, eng *sampler.Engine) (stop func()) {
+func showProgress(w io.Writer, eng *engine.Engine) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -304,7 +304,7 @@ func showProgress(w io.Writer, eng *sampler.Engine) (stop func()) {
 }
 
 // writeSummary prints what the recording got and what it cost the target.
-func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, format export.Format, written bool, exitMsg string) {
+func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, format export.Format, written bool, exitMsg string) {
 	where := output
 	if output == "-" {
 		where = "stdout"
@@ -333,6 +333,9 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 	}
 	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
 		st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
+	if st.Lost > 0 {
+		fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)
+	}
 	if why := shortfall(st, rate); why != "" {
 		fmt.Fprintf(w, "  rate short of the asked %.0f Hz: %s\n", rate, why)
 	}
@@ -365,7 +368,7 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 
 // shortfall says why the achieved rate fell below 95% of the asked one,
 // or "" if it did not.
-func shortfall(st sampler.Stats, rate float64) string {
+func shortfall(st engine.Stats, rate float64) string {
 	if st.Elapsed < time.Second/2 || st.Rate >= 0.95*rate {
 		return ""
 	}

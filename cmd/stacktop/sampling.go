@@ -6,11 +6,14 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"time"
 
 	"stacktop/debuginfo"
+	"stacktop/internal/engine"
+	"stacktop/internal/ptracesampler"
+	"stacktop/internal/resolve"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/sampler"
 	"stacktop/unwind"
 )
 
@@ -36,9 +39,9 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.StringVar(&f.tidList, "tid", "", verb+" only these threads (comma-separated TIDs)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
 	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
-	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
+	fs.Float64Var(&f.rate, "rate", ptracesampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
-	f.stackWindow = sampler.DefaultStackWindow
+	f.stackWindow = ptracesampler.DefaultStackWindow
 	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
 	f.unwinders.register(fs)
 }
@@ -73,14 +76,23 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 	return err
 }
 
-func (f *samplingFlags) engineOptions() sampler.EngineOptions {
-	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
+// engineOptions are a recording's: what the ptrace back end samples, and
+// how long the engine runs and keeps its timeline.
+type engineOptions struct {
+	Rate               float64
+	Idle               bool
+	TIDs               []int
+	Duration, Timeline time.Duration
 }
 
-// targetOptions are the sampler options of a periodic recording: line
+func (f *samplingFlags) engineOptions() engineOptions {
+	return engineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
+}
+
+// resolveOptions are the resolver options of a periodic recording: line
 // tables load in the background so no tick waits for a large DWARF index.
-func (f *samplingFlags) targetOptions() sampler.Options {
-	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()},
+func (f *samplingFlags) resolveOptions() resolve.Options {
+	return resolve.Options{Symbols: resolve.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()},
 		NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
 }
 
@@ -99,8 +111,51 @@ func dwarfCacheDir() string {
 type session struct {
 	child  *spawned // nil with -p
 	cache  *procmaps.ModuleCache
-	target *sampler.Target
-	engine *sampler.Engine
+	target *target
+	engine *engine.Engine
+}
+
+// target is an attached process: the ptrace back end's source of samples
+// and the resolver that names their stacks.
+type target struct {
+	PID int
+	src *ptracesampler.Source
+	res *resolve.Resolver
+	mem *ptrace.Memory
+}
+
+// openTarget attaches to pid and loads its address space.
+func openTarget(tr *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts ptracesampler.Options, ropts resolve.Options) (*target, error) {
+	if err := resolve.CheckClass(pid); err != nil {
+		return nil, err // before attaching: nothing to undo
+	}
+	src, err := ptracesampler.Open(tr, pid, opts)
+	if err != nil {
+		return nil, err
+	}
+	mem := ptrace.NewMemory(pid)
+	ropts.PACMask = src.PACMask()
+	res, err := resolve.New(pid, mem, cache, ropts)
+	if err != nil {
+		src.Close()
+		mem.Close()
+		return nil, err
+	}
+	return &target{PID: pid, src: src, res: res, mem: mem}, nil
+}
+
+// Process gives access to the attached process (thread list, execs).
+func (t *target) Process() *ptrace.Process { return t.src.Process() }
+
+// UnwinderNames are the unwinding methods walks may use, for summaries.
+func (t *target) UnwinderNames() []string { return t.res.UnwinderNames() }
+
+// Close detaches from every thread. It is safe to call more than once.
+func (t *target) Close() error {
+	err := t.src.Close()
+	t.res.Close()
+	t.mem.Close()
+	return err
 }
 
 // startSession attaches to -p's process, or starts cmdArgs with stdio and
@@ -108,7 +163,7 @@ type session struct {
 // engine is made before the command is released, so the exec that follows
 // counts as a change and the new image is loaded. The caller closes the
 // target (detach) and then the session.
-func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio [3]*os.File, opts sampler.EngineOptions) (*session, error) {
+func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio [3]*os.File, opts engineOptions) (*session, error) {
 	s := &session{cache: procmaps.NewModuleCache()}
 	pid := f.pid
 	if len(cmdArgs) > 0 {
@@ -119,7 +174,8 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 		}
 		s.child, pid = child, child.pid
 	}
-	t, err := sampler.Open(tr, pid, s.cache, f.targetOptions())
+	t, err := openTarget(tr, pid, s.cache, ptracesampler.Options{Rate: opts.Rate, StackWindow: f.stackWindow, Idle: opts.Idle, TIDs: opts.TIDs},
+		f.resolveOptions())
 	if err != nil {
 		s.close()
 		return nil, err
@@ -132,7 +188,7 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 			return nil, err
 		}
 	}
-	s.engine = sampler.NewEngine(t, opts)
+	s.engine = engine.New(t.src, t.res, engine.Options{Period: t.src.Period(), Duration: opts.Duration, Wall: opts.Idle, Timeline: opts.Timeline})
 	sampleOnOneCPU()
 	if s.child != nil {
 		if err := s.child.release(); err != nil {

@@ -22,7 +22,7 @@ func (u *unwinderFlags) register(fs *flag.FlagSet) {
 }
 
 // methods parses --unwinder; nil means the architecture's default. --no-cfi
-// is applied by the sampler (sampler.Options.NoCFI), which knows the
+// is applied by the resolver (resolve.Options.NoCFI), which knows the
 // architecture.
 func (u *unwinderFlags) methods() ([]unwind.Method, error) {
 	if u.list == "" {

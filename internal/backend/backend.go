@@ -96,6 +96,12 @@ type Round struct {
 	NotTaken int64 // threads that did not stop before the tick's deadline
 	Lost     int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
 	Err      error // the last per-thread failure, if any
+
+	// Work is how long the back end worked on this round, waiting for it
+	// excluded (ptrace: the tick's scan, stops and the consumer's unwinds
+	// inside yield). Summaries show it beside missed ticks: a tick that
+	// works longer than a period makes the next one late.
+	Work time.Duration
 }
 
 // A Source yields the samples of one process.

@@ -1,4 +1,4 @@
-package sampler
+package ptracesampler
 
 import (
 	"errors"
@@ -82,8 +82,8 @@ func (m *modelRuns) process() (uint64, error) {
 	return sum, nil
 }
 
-func modelEngine(m *modelRuns) *Engine {
-	e := &Engine{threads: map[int]*threadState{}, runs: m}
+func modelEngine(m *modelRuns) *Source {
+	e := &Source{threads: map[int]*threadState{}, runs: m}
 	e.ledger.clock = m.process
 	return e
 }
@@ -261,5 +261,25 @@ func TestLedgerQuiet(t *testing.T) {
 		if tick(n, 0, false) {
 			t.Fatal("ledger proves ticks after its clock failed")
 		}
+	}
+}
+
+// TestBackOff checks the schedule of schedstat readings of an idle thread
+// and its reset when the thread runs.
+func TestBackOff(t *testing.T) {
+	var th threadState
+	var got []int64
+	tick := int64(1)
+	for range 9 {
+		th.backOff(tick, false)
+		got = append(got, th.nextCheck-tick)
+		tick = th.nextCheck
+	}
+	if want := []int64{1, 1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(got, want) {
+		t.Fatalf("intervals of an idle thread = %v, want %v", got, want)
+	}
+	th.backOff(tick, true)
+	if th.nextCheck != tick+1 || th.idleChecks != 0 {
+		t.Fatalf("after a run: next check %d (tick %d), idle checks %d; want the next tick, 0", th.nextCheck, tick, th.idleChecks)
 	}
 }

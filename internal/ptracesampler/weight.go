@@ -1,4 +1,4 @@
-package sampler
+package ptracesampler
 
 // On-CPU weighting: a sample counts the CPU time its thread used.
 //
@@ -40,8 +40,8 @@ package sampler
 
 // onCPU appends to todo the threads of ran that get a sample at this tick,
 // and decides their weights.
-func (e *Engine) onCPU(ran, todo []*threadState) []*threadState {
-	p := int64(e.period)
+func (src *Source) onCPU(ran, todo []*threadState) []*threadState {
+	p := int64(src.period)
 	for _, th := range ran {
 		// The rate follows what the thread ran per decision; the
 		// expected weight is that rate plus a share of the credit not
@@ -55,7 +55,7 @@ func (e *Engine) onCPU(ran, todo []*threadState) []*threadState {
 		want := th.rate + (th.credit-th.rate)/rateSmoothing
 		want = min(max(want, 0), max(th.credit, 0)+p/2)
 		w := want / p
-		if frac := want - w*p; frac > 0 && e.rng.Int64N(p) < frac {
+		if frac := want - w*p; frac > 0 && src.rng.Int64N(p) < frac {
 			w++
 		}
 		th.credit -= w * p
@@ -82,14 +82,14 @@ func (th *threadState) charge(old, cur uint64) {
 // that was not taken (past the tick's deadline, or failed): that CPU time
 // is still to be counted. Without it the threads not taken, the busy ones
 // a short tick leaves out, lost CPU time in the profile.
-func (e *Engine) refund(th *threadState) {
-	th.credit += th.weight * int64(e.period)
+func (src *Source) refund(th *threadState) {
+	th.credit += th.weight * int64(src.period)
 	th.weight = 0
 }
 
 // takeCredit returns the weight onCPU decided for the sample of th just
 // taken, in periods.
-func (e *Engine) takeCredit(th *threadState) int64 {
+func (src *Source) takeCredit(th *threadState) int64 {
 	w := th.weight
 	th.weight = 0
 	return max(w, 1)

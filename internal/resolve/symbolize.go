@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"debug/elf"
@@ -39,14 +39,14 @@ type SymbolOptions struct {
 // With opt.AsyncLines, pending reports that some frame's lines were not
 // ready: the frames then lack file:line and inlined calls that a later
 // call on the same frames will give.
-func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, pending bool) {
-	s := t.syms
+func (r *Resolver) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, pending bool) {
+	s := r.syms
 	out = make([]profile.Frame, 0, len(frames))
 	for i, f := range frames {
 		if i > 0 {
-			out = s.appendTailCalls(out, t, frames[i-1], f, opt, &pending) // tailcall.go
+			out = s.appendTailCalls(out, r, frames[i-1], f, opt, &pending) // tailcall.go
 		}
-		out = s.appendFrames(out, t, f, opt, &pending)
+		out = s.appendFrames(out, r, f, opt, &pending)
 	}
 	return out, pending
 }
@@ -132,13 +132,13 @@ func (ms *moduleSymbols) saveCache() {
 	}
 }
 
-func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
+func (s *symbolizer) module(r *Resolver, m *procmaps.Module) *moduleSymbols {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms, ok := s.mods[m]; ok {
 		return ms
 	}
-	ms := loadModuleSymbols(t.PID, m)
+	ms := loadModuleSymbols(r.PID, m)
 	if s.mods != nil {
 		s.mods[m] = ms
 	}
@@ -257,9 +257,9 @@ func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Fram
 
 // appendFrames appends the frames of one unwound PC. It sets *pending if
 // the PC's lines were not ready (opt.AsyncLines).
-func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
+func (s *symbolizer) appendFrames(out []profile.Frame, r *Resolver, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
 	base := profile.Frame{PC: f.PC, Method: f.Method.String()}
-	em, ok := t.space.Find(f.PC)
+	em, ok := r.space.Find(f.PC)
 	if !ok {
 		return append(out, base)
 	}
@@ -268,7 +268,7 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if em.IsVDSO {
 		base.Module = "[vdso]"
 		if em.Module == nil && em.Err == nil {
-			attachVDSO(t.space, t.mem) // on failure em.Err is set: tried once
+			attachVDSO(r.space, r.mem) // on failure em.Err is set: tried once
 		}
 	}
 	vaddr := f.PC - em.Bias
@@ -278,7 +278,7 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 			base.Offset = f.PC - em.Start
 		}
 		if base.Module == "" {
-			t.perfMap.name(&base) // JIT code
+			r.perfMap.name(&base) // JIT code
 		}
 		return append(out, base)
 	}
@@ -287,7 +287,7 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	if !f.Exact && lookup > 0 {
 		lookup--
 	}
-	ms := s.module(t, em.Module)
+	ms := s.module(r, em.Module)
 	if ms.table != nil {
 		if sym, ok := ms.table.Lookup(lookup); ok {
 			base.Function, base.Offset = sym.Name, vaddr-sym.Start
@@ -330,3 +330,8 @@ func (s *symbolizer) appendFrames(out []profile.Frame, t *Target, f unwind.Frame
 	base.File, base.Line = outer.File, outer.Line
 	return append(out, base)
 }
+
+// HoldLinesForTest holds every module's line tables back until gate is
+// closed (nil: no gate), so that tests of the engine can make lines that
+// become ready late, on purpose. Only tests call it.
+func HoldLinesForTest(gate chan struct{}) { linesGate = gate }

@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 
 // selfTarget is a Target over this test process, enough for symbolising
 // (no ptrace attach: process_vm_readv of oneself needs none).
-func selfTarget(t *testing.T) *Target {
+func selfTarget(t *testing.T) *Resolver {
 	t.Helper()
 	return targetOf(t, os.Getpid())
 }
@@ -51,7 +51,7 @@ func sleeper(t testing.TB) int {
 	return pid
 }
 
-func targetOf(t *testing.T, pid int) *Target {
+func targetOf(t *testing.T, pid int) *Resolver {
 	t.Helper()
 	cache := procmaps.NewModuleCache()
 	syms := newSymbolizer()
@@ -62,7 +62,7 @@ func targetOf(t *testing.T, pid int) *Target {
 	}
 	mem := ptrace.NewMemory(pid)
 	t.Cleanup(func() { mem.Close() })
-	return &Target{PID: pid, mem: mem, cache: cache, space: space, syms: syms}
+	return &Resolver{PID: pid, mem: mem, cache: cache, space: space, syms: syms}
 }
 
 // vdsoBase reads AT_SYSINFO_EHDR from /proc/self/auxv: where the kernel
@@ -182,7 +182,7 @@ func BenchmarkSymbolizeCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tg := &Target{PID: pid, mem: ptrace.NewMemory(pid), cache: cache, space: space, syms: syms}
+	tg := &Resolver{PID: pid, mem: ptrace.NewMemory(pid), cache: cache, space: space, syms: syms}
 	var pc uint64
 	for i := range space.Exec {
 		em := &space.Exec[i]

@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"os/exec"
@@ -9,7 +9,6 @@ import (
 
 	"stacktop/internal/targets"
 	"stacktop/profile"
-	"stacktop/ptrace"
 	"stacktop/unwind"
 )
 
@@ -22,7 +21,7 @@ func TestTailCallsAsync(t *testing.T) {
 		t.Skip("gcc not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "tailcall")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	tg := targets.StartCommand(t, bin)
@@ -33,16 +32,7 @@ func TestTailCallsAsync(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the threads reach their waits
 	target := openTarget(t, tg.PID())
-	var walks [][]unwind.Frame
-	if err := target.proc.SampleEach(target.proc.Threads(), target.opts.StackWindow, func(i int, s *ptrace.Sample, err error) bool {
-		if err == nil {
-			target.sample = *s
-			walks = append(walks, append([]unwind.Frame(nil), target.walk().Frames...))
-		}
-		return true
-	}); err != nil {
-		t.Fatal(err)
-	}
+	walks := target.walks(t, target.proc.Threads())
 	// Each way starts from nothing loaded.
 	fresh := func() {
 		target.syms.close()

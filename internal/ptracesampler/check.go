@@ -1,61 +1,57 @@
-package sampler
+package ptracesampler
 
 import (
 	"errors"
 	"math/bits"
 	"slices"
-	"time"
 
 	"stacktop/procmaps"
-	"stacktop/profile"
 )
 
 // Which threads ran since the previous tick.
 //
 // A tick's work must grow with the threads that run, not with the threads
 // that exist: a server with a thousand pooled threads and two busy ones
-// should cost about what a two-thread program costs. So the engine touches
+// should cost about what a two-thread program costs. So the back end touches
 // a thread only when it is due for a reading (checkWheel), an idle thread's
 // readings back off (maxCheckInterval), and the run ledger proves idle
 // threads idle without reading them at all (runLedger). Only a change of
 // the thread list, and --idle's reuse of every idle thread's last stack,
 // walk every thread.
 
-// threadState is what the engine remembers of one thread between ticks.
+// threadState is what the back end remembers of one thread between ticks.
 type threadState struct {
 	tid int
 	// procRuns' files: nil stat reads /proc/PID/task/TID/stat instead;
 	// state is opened while the thread is busy (see running).
 	stat    *procmaps.SchedstatFile
 	state   *procmaps.StatFile
-	name    string
-	named   time.Time // when name was read
 	last    procmaps.Schedstat
 	hasLast bool
 	// This tick's reading, before it is judged (the ledger's window may
 	// take it more than once).
 	cur   procmaps.Schedstat
 	curOK bool
-	// The run the engine's last stop of the thread will show in its
+	// The run the back end's last stop of the thread will show in its
 	// schedstat, not yet seen (see ranSince).
 	owedSlices, owedNS uint64
 	// credit is the CPU time (ns) the thread used since its last sample,
 	// less what earlier samples' rounding already counted (weight.go).
-	credit   int64
-	fresh    int64 // CPU time (ns) charged since the last decision
-	rate     int64 // smoothed CPU time (ns) per decision
-	hasRate  bool
-	weight   int64 // of this tick's sample, decided by onCPU
-	stack    []profile.Frame
-	complete bool
-	profiled *profile.Thread // its record in the profile, once it has one
+	credit  int64
+	fresh   int64 // CPU time (ns) charged since the last decision
+	rate    int64 // smoothed CPU time (ns) per decision
+	hasRate bool
+	weight  int64 // of this tick's sample, decided by onCPU
+	// sampled: the thread was yielded with a stack since the last exec,
+	// so under Idle a tick it did not run can yield it Unchanged.
+	sampled bool
 	// Back-off of idle threads: after idleChecks consecutive readings that
 	// showed no run, schedstat is read again only at tick nextCheck.
 	idleChecks int
 	nextCheck  int64
 	readTick   int64 // tick of the last reading
 	ranTick    int64 // last tick at which the thread was found to have run
-	listed     int64 // the engine's listGen when last listed
+	listed     int64 // the back end's listGen when last listed
 	gone       bool  // dropped: the wheel forgets it
 }
 
@@ -71,7 +67,7 @@ const maxCheckInterval = 16
 // after 2, 4, 8 and from then on maxCheckInterval ticks. Those two: a busy
 // thread on a loaded machine may miss a tick or two without being idle,
 // and a thread that wakes about once a period (a 10 ms timer against 99
-// Hz) does; a thread the engine reads at every tick stays inside the run
+// Hz) does; a thread the back end reads at every tick stays inside the run
 // ledger's window, where its runs do not cost the ledger its proof.
 func (th *threadState) backOff(tick int64, ran bool) {
 	if ran {
@@ -112,10 +108,10 @@ func (w *checkWheel) take(tick int64, into []*threadState) []*threadState {
 // tick (they ran lately) are read inside the ledger's window; idle ones due
 // on their back-off schedule are skipped if the ledger proves them idle,
 // read otherwise.
-func (e *Engine) checkThreads(tick int64, fresh []*threadState) []*threadState {
-	due := e.wheel.take(tick, e.due[:0])
-	window := append(e.window[:0], fresh...)
-	idle := e.idle[:0]
+func (src *Source) checkThreads(tick int64, fresh []*threadState) []*threadState {
+	due := src.wheel.take(tick, src.due[:0])
+	window := append(src.window[:0], fresh...)
+	idle := src.idle[:0]
 	for _, th := range due {
 		switch {
 		case th.gone:
@@ -127,12 +123,12 @@ func (e *Engine) checkThreads(tick int64, fresh []*threadState) []*threadState {
 	}
 	// The first tick reads every thread: too long a window to hold still,
 	// and too costly to repeat.
-	e.ledger.window(len(window) <= 64, func() {
+	src.ledger.window(len(window) <= 64, func() {
 		for _, th := range window {
-			th.cur, th.curOK = e.runs.read(th)
+			th.cur, th.curOK = src.runs.read(th)
 		}
 	})
-	ran := e.ran[:0]
+	ran := src.ran[:0]
 	unsure := len(fresh) > 0
 	read := 0
 	for _, th := range window {
@@ -141,28 +137,28 @@ func (e *Engine) checkThreads(tick int64, fresh []*threadState) []*threadState {
 		} else {
 			read++
 		}
-		if e.judge(th, tick) {
+		if src.judge(th, tick) {
 			ran = append(ran, th)
 		}
 	}
-	e.ledger.verdict(tick, unsure, len(e.order), read)
+	src.ledger.verdict(tick, unsure, len(src.order), read)
 	for _, th := range idle {
-		if e.ledger.knownIdle(th.readTick) {
+		if src.ledger.knownIdle(th.readTick) {
 			// As if read and found idle: the schedule backs off further.
 			th.backOff(tick, false)
-			e.wheel.add(th)
+			src.wheel.add(th)
 			continue
 		}
-		th.cur, th.curOK = e.runs.read(th)
+		th.cur, th.curOK = src.runs.read(th)
 
-		if e.judge(th, tick) {
+		if src.judge(th, tick) {
 			ran = append(ran, th)
 		}
 	}
-	e.ledger.settle()
+	src.ledger.settle()
 	slices.SortFunc(ran, func(a, b *threadState) int { return a.tid - b.tid })
 	clear(due)
-	e.due, e.window, e.idle, e.ran = due[:0], window[:0], idle[:0], ran
+	src.due, src.window, src.idle, src.ran = due[:0], window[:0], idle[:0], ran
 	return ran
 }
 
@@ -170,22 +166,22 @@ func (e *Engine) checkThreads(tick int64, fresh []*threadState) []*threadState {
 // records the reading and schedules the next. A thread that could not be
 // read (it exited since the listing) is treated as idle until the list
 // drops it.
-func (e *Engine) judge(th *threadState, tick int64) (ran bool) {
+func (src *Source) judge(th *threadState, tick int64) (ran bool) {
 	if !th.curOK {
 		th.backOff(tick, false)
-		e.wheel.add(th)
+		src.wheel.add(th)
 		return false
 	}
 	cur := th.cur
-	ran = !th.hasLast || e.ranSince(th, cur)
+	ran = !th.hasLast || src.ranSince(th, cur)
 	if !ran && th.idleChecks == 0 {
 		// It ran at its last reading: unchanged counters may only mean
 		// it kept its CPU since (they move when it leaves one, or at a
 		// scheduler tick). At 999 Hz a CPU-bound thread was judged idle
 		// at a quarter of the ticks before this check.
-		ran = e.runs.running(th)
+		ran = src.runs.running(th)
 	}
-	e.ledger.record(th.last.RunNS, cur.RunNS)
+	src.ledger.record(th.last.RunNS, cur.RunNS)
 	switch {
 	case th.hasLast:
 		th.charge(th.last.RunNS, cur.RunNS)
@@ -195,18 +191,18 @@ func (e *Engine) judge(th *threadState, tick int64) (ran bool) {
 	}
 	th.last, th.hasLast, th.readTick = cur, true, tick
 	th.backOff(tick, ran)
-	e.wheel.add(th)
+	src.wheel.add(th)
 	if ran {
 		th.ranTick = tick
 	} else if th.idleChecks == idleSteadyChecks {
-		e.runs.idle(th)
+		src.runs.idle(th)
 	}
 	return ran
 }
 
 // ranSince reports whether th ran since its previous reading, not
-// counting what the engine's own last stop of it still owes (afterStop).
-func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
+// counting what the back end's own last stop of it still owes (afterStop).
+func (src *Source) ranSince(th *threadState, cur procmaps.Schedstat) bool {
 	if cur.RunNS == th.last.RunNS && cur.Timeslices == th.last.Timeslices {
 		return false
 	}
@@ -236,7 +232,7 @@ func (e *Engine) ranSince(th *threadState, cur procmaps.Schedstat) bool {
 // was wrong both ways on a noisy VM: entering a stop alone sometimes took
 // 650 µs of CPU (a sleeping thread then looked busy and was stopped again),
 // while a light thread's own work hid under a generous allowance.
-func (e *Engine) afterBatch(tick int64, batch []*threadState, results []stackResult) (othersStill bool) {
+func (src *Source) afterBatch(tick int64, batch []*threadState, results []stackResult) (othersStill bool) {
 	var ran uint64 // what the batch's threads ran since their readings at this tick
 	exact := true
 	for i, th := range batch {
@@ -245,7 +241,7 @@ func (e *Engine) afterBatch(tick int64, batch []*threadState, results []stackRes
 			continue
 		}
 		th.owedSlices, th.owedNS = restartSlices, restartNS
-		cur, ok := e.runs.read(th)
+		cur, ok := src.runs.read(th)
 		if !ok {
 			exact = false
 			continue
@@ -256,11 +252,11 @@ func (e *Engine) afterBatch(tick int64, batch []*threadState, results []stackRes
 		ran += cur.RunNS - th.last.RunNS
 		// What ran until the stop is the sample's; the next tick judges
 		// from here.
-		e.ledger.record(th.last.RunNS, cur.RunNS)
+		src.ledger.record(th.last.RunNS, cur.RunNS)
 		th.charge(th.last.RunNS, cur.RunNS)
 		th.last = cur
 	}
-	return exact && e.ledger.stillBut(ran)
+	return exact && src.ledger.stillBut(ran)
 }
 
 // What the restart of a system call after a resume may cost: one trip onto
@@ -273,7 +269,7 @@ const (
 	restartNS     = 100_000
 )
 
-// runSource is where the engine learns what ran: /proc and the process
+// runSource is where the back end learns what ran: /proc and the process
 // CPU clock for a live target (procRuns), a model in tests.
 type runSource interface {
 	// open prepares reading th; false if its readings will not be run
@@ -341,7 +337,7 @@ func (r *procRuns) close(th *threadState) {
 }
 
 // running reads the thread's state from its stat file, kept open while
-// the thread is busy: the engine asks at most ticks of a busy thread, and
+// the thread is busy: the back end asks at most ticks of a busy thread, and
 // opening the file each time cost several times the read.
 func (r *procRuns) running(th *threadState) bool {
 	if th.state == nil {
@@ -377,60 +373,60 @@ func (r *procRuns) done() {
 
 var errNoClock = errors.New("no process CPU clock")
 
-// reconcile brings the engine's threads in line with the tracer's list when
+// reconcile brings the back end's threads in line with the tracer's list when
 // that changed, and returns the threads listed for the first time.
 // ptrace.Process.Threads returns the same slice until a thread comes or
 // goes, so a tick without such a change costs one comparison.
-func (e *Engine) reconcile(tids []int) (fresh []*threadState) {
-	if len(tids) == len(e.listed) && len(tids) > 0 && &tids[0] == &e.listed[0] {
+func (src *Source) reconcile(tids []int) (fresh []*threadState) {
+	if len(tids) == len(src.listed) && len(tids) > 0 && &tids[0] == &src.listed[0] {
 		return nil
 	}
-	e.listed = tids
-	e.listGen++
-	fresh = e.fresh[:0]
-	order := e.order[:0]
+	src.listed = tids
+	src.listGen++
+	fresh = src.fresh[:0]
+	order := src.order[:0]
 	for _, tid := range tids {
-		if e.only != nil && !e.only[tid] {
+		if src.only != nil && !src.only[tid] {
 			continue
 		}
-		th := e.threads[tid]
+		th := src.threads[tid]
 		if th == nil {
-			th = e.newThread(tid)
-			e.threads[tid] = th
+			th = src.newThread(tid)
+			src.threads[tid] = th
 			fresh = append(fresh, th)
 		}
-		th.listed = e.listGen
+		th.listed = src.listGen
 		order = append(order, th)
 	}
-	for tid, th := range e.threads {
-		if th.listed != e.listGen {
-			e.dropThread(th)
-			e.ledger.forget(th.readTick)
-			delete(e.threads, tid)
+	for tid, th := range src.threads {
+		if th.listed != src.listGen {
+			src.dropThread(th)
+			src.ledger.forget(th.readTick)
+			delete(src.threads, tid)
 		}
 	}
-	e.order, e.fresh = order, fresh
+	src.order, src.fresh = order, fresh
 	return fresh
 }
 
 // newThread sets up a thread listed for the first time. Its name is read
 // when it is first sampled.
-func (e *Engine) newThread(tid int) *threadState {
+func (src *Source) newThread(tid int) *threadState {
 	th := &threadState{tid: tid}
-	if !e.runs.open(th) {
-		e.ledger.off = true
+	if !src.runs.open(th) {
+		src.ledger.off = true
 	}
 	return th
 }
 
-func (e *Engine) dropThread(th *threadState) {
+func (src *Source) dropThread(th *threadState) {
 	th.gone = true
-	e.runs.close(th)
+	src.runs.close(th)
 }
 
-func (e *Engine) closeThreads() {
-	for _, th := range e.threads {
-		e.dropThread(th)
+func (src *Source) closeThreads() {
+	for _, th := range src.threads {
+		src.dropThread(th)
 	}
-	e.runs.done()
+	src.runs.done()
 }

@@ -1,4 +1,4 @@
-package sampler
+package engine
 
 import (
 	"context"
@@ -10,15 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/profile"
-	"stacktop/ptrace"
 )
 
 // TestLinesLateSameStacks: file:line and inlined frames must not depend on
 // when a module's lines became ready. The line tables are held back for
-// the first part of a recording (linesGate); the samples taken then must
+// the first part of a recording (resolve.HoldLinesForTest); the samples taken then must
 // end up with the same frames as those taken after, so no stack appears
 // twice (once without lines, once with) in the profile.
 func TestLinesLateSameStacks(t *testing.T) {
@@ -26,18 +25,11 @@ func TestLinesLateSameStacks(t *testing.T) {
 	tg := targets.Start(t, "cxxinline-sframe3")
 	spin := byName(t, tg, "spin")
 
-	linesGate = make(chan struct{})
-	defer func() { linesGate = nil }()
-	tr := ptrace.NewTracer()
-	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
-	t.Cleanup(func() { cache.Close() })
-	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Close() })
-	e := NewEngine(target, EngineOptions{Rate: 499, Duration: 3 * time.Second, TIDs: spin})
+	gate := make(chan struct{})
+	resolve.HoldLinesForTest(gate)
+	defer resolve.HoldLinesForTest(nil)
+	target := openTargetSymbols(t, tg.PID(), resolve.SymbolOptions{AsyncLines: true})
+	e := newEngine(t, target, EngineOptions{Rate: 499, Duration: 3 * time.Second, TIDs: spin})
 	done := make(chan error, 1)
 	go func() { done <- e.Run(context.Background()) }()
 
@@ -45,13 +37,13 @@ func TestLinesLateSameStacks(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for e.Stats().Samples < 20 {
 		if time.Now().After(deadline) {
-			close(linesGate)
+			close(gate)
 			t.Fatalf("no samples while lines were held back: %+v", e.Stats())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	early := e.Snapshot()
-	close(linesGate)
+	close(gate)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -106,18 +98,10 @@ func TestLinesLateWaitBounded(t *testing.T) {
 	spin := byName(t, tg, "spin")
 
 	gate := make(chan struct{})
-	linesGate = gate
-	defer func() { close(gate); linesGate = nil }()
-	tr := ptrace.NewTracer()
-	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
-	t.Cleanup(func() { cache.Close() })
-	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { target.Close() })
-	e := NewEngine(target, EngineOptions{Rate: 499, TIDs: spin})
+	resolve.HoldLinesForTest(gate)
+	defer func() { close(gate); resolve.HoldLinesForTest(nil) }()
+	target := openTargetSymbols(t, tg.PID(), resolve.SymbolOptions{AsyncLines: true})
+	e := newEngine(t, target, EngineOptions{Rate: 499, TIDs: spin})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -192,14 +176,14 @@ func BenchmarkRecordStart(b *testing.B) {
 		b.Run(mode, func(b *testing.B) {
 			var first, rate, missed, work float64
 			for i := 0; i < b.N; i++ {
-				opts := Options{Symbols: SymbolOptions{AsyncLines: true}}
+				opts := resolve.SymbolOptions{AsyncLines: true}
 				switch mode {
 				case "nolines":
-					opts.Symbols.NoLines = true
+					opts.NoLines = true
 				case "cold":
-					opts.Symbols.CacheDir = b.TempDir()
+					opts.CacheDir = b.TempDir()
 				case "warm":
-					opts.Symbols.CacheDir = warmDir
+					opts.CacheDir = warmDir
 					if i == 0 {
 						recordOnce(b, tg.PID(), opts, 300*time.Millisecond)
 					}
@@ -223,19 +207,14 @@ func BenchmarkRecordStart(b *testing.B) {
 // the milliseconds from the attach to the first sample, the tick rate, the
 // ticks missed and the longest tick's work in milliseconds (the first
 // tick, which loads symbol tables, is usually the longest).
-func recordOnce(b *testing.B, pid int, opts Options, d time.Duration) (firstMs, hz, missed, longestMs float64) {
-	tr := ptrace.NewTracer()
-	defer tr.Close()
-	cache := procmaps.NewModuleCache()
-	defer cache.Close()
+func recordOnce(b *testing.B, pid int, opts resolve.SymbolOptions, d time.Duration) (firstMs, hz, missed, longestMs float64) {
+	tg := openTargetSymbols(b, pid, opts)
 	t0 := time.Now()
-	target, err := Open(tr, pid, cache, opts)
-	if err != nil {
+	e := newEngine(b, tg, EngineOptions{Rate: 999, Duration: d})
+	if err := e.Run(context.Background()); err != nil {
 		b.Fatal(err)
 	}
-	defer target.Close()
-	e := NewEngine(target, EngineOptions{Rate: 999, Duration: d})
-	if err := e.Run(context.Background()); err != nil {
+	if err := tg.Close(); err != nil {
 		b.Fatal(err)
 	}
 	p, st := e.Snapshot(), e.Stats()

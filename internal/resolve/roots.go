@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"strings"
@@ -33,7 +33,7 @@ func isGoRoot(f *profile.Frame) bool {
 // drops what the walk made of the words beyond it. Roots can sit on each
 // other (a new thread's mstart is called by clone, the first one's by
 // rt0_go): the stack ends at the last of a run of them.
-func endAtGoRoot(ts *ThreadStack) {
+func endAtGoRoot(ts *Stack) {
 	for i := range ts.Frames {
 		if isGoRoot(&ts.Frames[i]) {
 			for i+1 < len(ts.Frames) && isGoRoot(&ts.Frames[i+1]) {
@@ -53,7 +53,7 @@ const SignalFrameName = "<signal handler called>"
 
 // finishStack applies what only a whole symbolised stack tells: which
 // frames are signal trampolines, and where a Go stack ends.
-func finishStack(ts *ThreadStack) {
+func finishStack(ts *Stack) {
 	nameSignalFrames(ts.Frames)
 	endAtGoRoot(ts)
 }

@@ -1,44 +1,19 @@
-package sampler
+package engine
 
 import (
 	"context"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"testing"
 	"time"
 
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/profile"
-	"stacktop/ptrace"
 )
-
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("live ptrace tests need root (or CAP_SYS_PTRACE); CI runs them as root")
-	}
-}
-
-// openTarget attaches to pid and arranges detaching when the test ends.
-func openTarget(t *testing.T, pid int) *Target {
-	t.Helper()
-	tr := ptrace.NewTracer()
-	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
-	t.Cleanup(func() { cache.Close() })
-	tg, err := Open(tr, pid, cache, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { tg.Close() })
-	return tg
-}
 
 func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Duration) (*Engine, Stats) {
 	t.Helper()
-	e := NewEngine(tg, opts)
+	e := newEngine(t, tg, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if err := e.Run(ctx); err != nil {
@@ -51,7 +26,7 @@ func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Durati
 // the profile holds what the test needs, or max has passed.
 func runEngineUntil(t *testing.T, tg *Target, opts EngineOptions, min, max time.Duration, enough func(*Engine) bool) (*Engine, Stats) {
 	t.Helper()
-	e := NewEngine(tg, opts)
+	e := newEngine(t, tg, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), max)
 	defer cancel()
 	done := make(chan error, 1)
@@ -314,25 +289,5 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 	if st.N != int64(len(all)) {
 		t.Errorf("n = %d", st.N)
-	}
-}
-
-// TestBackOff checks the schedule of schedstat readings of an idle thread
-// and its reset when the thread runs.
-func TestBackOff(t *testing.T) {
-	var th threadState
-	var got []int64
-	tick := int64(1)
-	for range 9 {
-		th.backOff(tick, false)
-		got = append(got, th.nextCheck-tick)
-		tick = th.nextCheck
-	}
-	if want := []int64{1, 1, 2, 4, 8, 16, 16, 16, 16}; !slices.Equal(got, want) {
-		t.Fatalf("intervals of an idle thread = %v, want %v", got, want)
-	}
-	th.backOff(tick, true)
-	if th.nextCheck != tick+1 || th.idleChecks != 0 {
-		t.Fatalf("after a run: next check %d (tick %d), idle checks %d; want the next tick, 0", th.nextCheck, tick, th.idleChecks)
 	}
 }

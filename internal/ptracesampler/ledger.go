@@ -1,8 +1,8 @@
-package sampler
+package ptracesampler
 
 import "math"
 
-// runLedger proves that threads the engine did not read at a tick did not
+// runLedger proves that threads the back end did not read at a tick did not
 // run, with two readings of the process CPU clock instead of one schedstat
 // read per thread.
 //
@@ -18,9 +18,9 @@ import "math"
 //
 // # The proof
 //
-// The ledger keeps seen, the sum over every thread the engine ever read of
-// its last reading; X = clock - seen is what ran that the engine has not
-// read yet. At each tick the engine reads the threads that ran at their
+// The ledger keeps seen, the sum over every thread the back end ever read of
+// its last reading; X = clock - seen is what ran that the back end has not
+// read yet. At each tick the back end reads the threads that ran at their
 // previous reading (and new threads) between two readings of the clock,
 // the window (threads read at the previous tick: those that ran lately).
 // When both readings are equal, no thread was accounted in
@@ -35,9 +35,9 @@ import "math"
 // quiet.
 //
 // A thread read at tick r has not run since if every tick after r was
-// quiet; knownIdle tells, and the engine skips its reading. At a tick that
+// quiet; knownIdle tells, and the back end skips its reading. At a tick that
 // is not quiet, idle threads due on the back-off schedule are read as
-// before, so the ledger never makes the engine read more than the back-off
+// before, so the ledger never makes the back end read more than the back-off
 // alone, and never later.
 //
 // One idle thread's wake-up breaks that chain for every thread. So the
@@ -124,7 +124,7 @@ func (l *runLedger) record(old, cur uint64) {
 // verdict decides whether tick is quiet, once the window's readings are
 // recorded. unsure tells that the window read new threads, or failed to
 // read one (its last reading then is older than the previous tick).
-// threads is how many the engine tracks, fresh how many of them it read
+// threads is how many the back end tracks, fresh how many of them it read
 // at this tick so far (the window's).
 func (l *runLedger) verdict(tick int64, unsure bool, threads, fresh int) bool {
 	x := l.now - l.seen

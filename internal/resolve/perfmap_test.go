@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func TestPerfMapNamesJITCode(t *testing.T) {
 			return ""
 		}
 		var got string
-		if err := tgt.StackEach(tids, func(ts ThreadStack, err error) {
+		tgt.stacks(t, tids, func(ts Stack, err error) {
 			if err != nil {
 				return // a thread the tracer does not know yet
 			}
@@ -47,9 +47,7 @@ func TestPerfMapNamesJITCode(t *testing.T) {
 				return
 			}
 			got = ts.Frames[0].Function
-		}); err != nil {
-			t.Fatal(err)
-		}
+		})
 		return got
 	}
 	waitLeaf := func(thread, want string, every time.Duration) {

@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"debug/elf"
@@ -15,11 +15,11 @@ import (
 // of zeros.
 var ErrNot64Bit = errors.New("32-bit program")
 
-// checkClass refuses a process whose program is a 32-bit ELF file. It
+// CheckClass refuses a process whose program is a 32-bit ELF file. It
 // reads the ELF identification of /proc/PID/exe; a process whose program
 // cannot be read (gone, or a kernel thread, which Attach refuses with its
 // own reason) passes.
-func checkClass(pid int) error {
+func CheckClass(pid int) error {
 	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
 	if err != nil {
 		return nil

@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ func TestEndAtGoRoot(t *testing.T) {
 		{fr("runtime.goexit1", "x"), false, 2},
 	}
 	for _, c := range cases {
-		ts := ThreadStack{Frames: c.in, Err: errors.New("walk stopped")}
+		ts := Stack{Frames: c.in, Err: errors.New("walk stopped")}
 		endAtGoRoot(&ts)
 		if ts.Complete != c.complete || len(ts.Frames) != c.n || (ts.Complete && ts.Err != nil) {
 			t.Errorf("%v: complete %v, %d frames, err %v; want %v, %d", c.in, ts.Complete, len(ts.Frames), ts.Err, c.complete, c.n)

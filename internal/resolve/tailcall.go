@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"debug/elf"
@@ -70,10 +70,10 @@ func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
 
 // callSites returns m's call sites, loading them on first use (in the
 // background when async: nil until ready).
-func (s *symbolizer) callSites(t *Target, m *procmaps.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
-	mc := t.tails.module(m)
+func (s *symbolizer) callSites(r *Resolver, m *procmaps.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
+	mc := r.tails.module(m)
 	mc.once.Do(func() {
-		ms := s.module(t, m)
+		ms := s.module(r, m)
 		ms.startLines(m, opt.CacheDir)
 		go func() {
 			defer close(mc.done)
@@ -103,11 +103,11 @@ func (s *symbolizer) callSites(t *Target, m *procmaps.Module, opt SymbolOptions)
 // dynamic and static symbols, and its debug file's), 0 if none. The names
 // are read once, in the background when async: loaded is false until
 // they are.
-func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string, async bool) (v uint64, loaded bool) {
-	mc := t.tails.module(m)
+func (s *symbolizer) symbolValue(r *Resolver, m *procmaps.Module, name string, async bool) (v uint64, loaded bool) {
+	mc := r.tails.module(m)
 	mc.namesOnce.Do(func() {
 		var debug *elf.File
-		if ms := s.module(t, m); ms.debug != nil {
+		if ms := s.module(r, m); ms.debug != nil {
 			debug = ms.debug.File
 		}
 		go func() {
@@ -147,15 +147,15 @@ func (s *symbolizer) symbolValue(t *Target, m *procmaps.Module, name string, asy
 // callee and its caller (innermost first), named like any other frame.
 // appendTailCalls sets *pending if the call sites or the symbol names it
 // needs are still loading (AsyncLines): the answer may change once they are.
-func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, caller unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
-	if opt.NoLines || caller.Exact || t.tails == nil {
+func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, caller unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
+	if opt.NoLines || caller.Exact || r.tails == nil {
 		return out
 	}
-	em, ok := t.space.Find(caller.PC - 1)
+	em, ok := r.space.Find(caller.PC - 1)
 	if !ok || em.Module == nil || caller.PC < em.Bias {
 		return out
 	}
-	cs, ready := s.callSites(t, em.Module, opt)
+	cs, ready := s.callSites(r, em.Module, opt)
 	if !ready {
 		*pending = true
 		return out
@@ -182,11 +182,11 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	if !callee.Exact {
 		lookup--
 	}
-	cem, ok := t.space.Find(lookup)
+	cem, ok := r.space.Find(lookup)
 	if !ok || cem.Module == nil {
 		return out
 	}
-	cms := s.module(t, cem.Module)
+	cms := s.module(r, cem.Module)
 	if cms.table == nil {
 		return out
 	}
@@ -194,7 +194,7 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	if !ok {
 		return out
 	}
-	mc := t.tails.module(em.Module)
+	mc := r.tails.module(em.Module)
 	key := [2]uint64{caller.PC - em.Bias, sym.Start}
 	if cem.Module != em.Module {
 		key[1] = ^sym.Start // another module's address: keep the keys apart
@@ -211,12 +211,12 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 			if name == "" {
 				return false
 			}
-			v, loaded := s.symbolValue(t, cem.Module, name, opt.AsyncLines)
+			v, loaded := s.symbolValue(r, cem.Module, name, opt.AsyncLines)
 			ready = ready && loaded
 			return loaded && v == sym.Start
 		}
 		resolve := func(name string) uint64 {
-			v, loaded := s.symbolValue(t, em.Module, name, opt.AsyncLines)
+			v, loaded := s.symbolValue(r, em.Module, name, opt.AsyncLines)
 			ready = ready && loaded
 			return v
 		}
@@ -242,7 +242,7 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, t *Target, callee, cal
 	}
 	for _, tf := range chain {
 		f := unwind.Frame{PC: tf.ReturnPC + em.Bias, SP: caller.SP, Method: unwind.MethodTailCall}
-		out = s.appendFrames(out, t, f, opt, pending)
+		out = s.appendFrames(out, r, f, opt, pending)
 	}
 	return out
 }

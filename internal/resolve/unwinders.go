@@ -1,4 +1,4 @@
-package sampler
+package resolve
 
 import (
 	"stacktop/unwind"
@@ -7,12 +7,12 @@ import (
 // Unwinders is the ordered list of unwinding methods the target's walks
 // may use: Options.Unwinders, or the architecture's default, without CFI
 // under Options.NoCFI. The summaries and dump's JSON show it.
-func (t *Target) Unwinders() []unwind.Method {
-	list := t.opts.Unwinders
+func (r *Resolver) Unwinders() []unwind.Method {
+	list := r.opts.Unwinders
 	if list == nil {
-		list = unwind.DefaultUnwinders(t.Arch)
+		list = unwind.DefaultUnwinders(r.Arch)
 	}
-	if t.opts.NoCFI {
+	if r.opts.NoCFI {
 		list = unwind.WithoutMethod(list, unwind.MethodCFI)
 	}
 	return list
@@ -20,11 +20,11 @@ func (t *Target) Unwinders() []unwind.Method {
 
 // checkUnwinders refuses an unwinder the target's architecture does not
 // have (fp on s390x, backchain elsewhere).
-func (t *Target) checkUnwinders() error {
-	if t.opts.Unwinders == nil {
+func (r *Resolver) checkUnwinders() error {
+	if r.opts.Unwinders == nil {
 		return nil
 	}
-	return unwind.CheckUnwinders(t.Arch, t.opts.Unwinders)
+	return unwind.CheckUnwinders(r.Arch, r.opts.Unwinders)
 }
 
 // funcAt is unwind.Options.FuncAt: the runtime [start, end) of the
@@ -32,12 +32,12 @@ func (t *Target) checkUnwinders() error {
 // tables, the s390x back chain) use it to tell a leaf's caller from a
 // return address into the function itself; it loads the module's symbol
 // table on first use, as naming the frame would.
-func (t *Target) funcAt(pc uint64) (start, end uint64, ok bool) {
-	em, found := t.space.Find(pc)
+func (r *Resolver) funcAt(pc uint64) (start, end uint64, ok bool) {
+	em, found := r.space.Find(pc)
 	if !found || em.Module == nil || pc < em.Bias {
 		return 0, 0, false
 	}
-	ms := t.syms.module(t, em.Module)
+	ms := r.syms.module(r, em.Module)
 	if ms.table == nil {
 		return 0, 0, false
 	}
@@ -49,8 +49,8 @@ func (t *Target) funcAt(pc uint64) (start, end uint64, ok bool) {
 }
 
 // UnwinderNames is Unwinders as names, for summaries and JSON.
-func (t *Target) UnwinderNames() []string {
-	list := t.Unwinders()
+func (r *Resolver) UnwinderNames() []string {
+	list := r.Unwinders()
 	out := make([]string, len(list))
 	for i, m := range list {
 		out[i] = m.String()

@@ -1,0 +1,45 @@
+// Package resolve turns a thread sample (registers and a copy of the top of
+// its stack: backend.Sample) into a named stack, the same way whichever
+// back end took it:
+//
+//	backend.Sample -> unwind (procmaps, sframe, cfi, backchain, gort) ->
+//	symbols + debuginfo -> profile.Frame
+//
+// dump and the sampling engine both stand on it; it never stops a thread
+// and issues no ptrace request. It reads the process's memory only through
+// the reader it is given (process_vm_readv): frames beyond a sample's
+// stack copy, the vDSO image, and the Go runtime's g for stack switches.
+//
+// Lifecycle: New loads the process's address space (a 32-bit program is
+// refused, ErrNot64Bit); Resolve (or Walk then Name, for a dump that names
+// its frames after sampling every thread) is called for each sample, on
+// one goroutine at a time; Reload after the back end reports an exec
+// (backend.Round.Exec); Close at the end. A PC outside every known mapping
+// (dlopen since) makes the next walk read the maps again, once.
+//
+// Pauses: a back end that stops threads (ptrace) resumes a thread before
+// its sample is resolved. Frames beyond the stack copy are read from the
+// live process, which is consistent for the outer frames of a running
+// thread (they do not change while it runs below them) and exact under
+// Freeze.
+//
+// Tail calls: between an unwound callee and its caller, the functions that
+// left the stack by jumping are put back from DWARF call sites
+// (tailcall.go, method "tailcall"), as gdb does; SymbolOptions.NoLines
+// turns that off with the rest of DWARF.
+//
+// Lines: dump waits for the DWARF a stack needs. The engine never does
+// (SymbolOptions.AsyncLines): a stack whose lines are not read yet comes
+// back with Stack.Pending (its walk), and Rename names that walk again
+// once Readiness says something loaded, so that file:line and inlined
+// frames do not depend on when a stack was sampled.
+//
+// Go: a thread on its system stack inside runtime.systemstack goes on to
+// its goroutine's frames (gostack.go, gort/, method "gostack"). The
+// runtime's g, m and g.sched are read from the live process after the
+// thread resumed: exact under Freeze and for a thread blocked in a system
+// call; a thread that has left the switch since shows no such frames
+// (systemstack clears g.sched.sp on its way back, which the switch rejects).
+//
+// README.md says why the package is cut as it is.
+package resolve

@@ -1,0 +1,79 @@
+package resolve
+
+import (
+	"os"
+	"testing"
+
+	"stacktop/internal/backend"
+	"stacktop/procmaps"
+	"stacktop/ptrace"
+	"stacktop/unwind"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("live ptrace tests need root (or CAP_SYS_PTRACE); CI runs them as root")
+	}
+}
+
+// liveTarget is a process attached for a test: the resolver under test
+// and the ptrace process its samples come from.
+type liveTarget struct {
+	*Resolver
+	proc *ptrace.Process
+}
+
+// openTarget attaches to pid and arranges detaching when the test ends.
+func openTarget(t *testing.T, pid int) *liveTarget {
+	t.Helper()
+	tr := ptrace.NewTracer()
+	t.Cleanup(tr.Close)
+	cache := procmaps.NewModuleCache()
+	t.Cleanup(func() { cache.Close() })
+	proc, err := tr.Attach(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Detach() })
+	mem := ptrace.NewMemory(pid)
+	t.Cleanup(func() { mem.Close() })
+	r, err := New(pid, mem, cache, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return &liveTarget{Resolver: r, proc: proc}
+}
+
+// walks samples tids and returns each sampled thread's walk.
+func (lt *liveTarget) walks(t *testing.T, tids []int) (walks [][]unwind.Frame) {
+	t.Helper()
+	if err := lt.proc.SampleEach(tids, 16<<10, func(i int, s *ptrace.Sample, err error) bool {
+		if err == nil {
+			bs := backend.Sample{TID: s.TID, Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack}
+			walks = append(walks, append([]unwind.Frame(nil), lt.Walk(&bs).Frames...))
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return walks
+}
+
+// stacks samples tids and calls fn with each thread's named stack.
+func (lt *liveTarget) stacks(t *testing.T, tids []int, fn func(st Stack, err error)) {
+	t.Helper()
+	err := lt.proc.SampleEach(tids, 16<<10, func(i int, s *ptrace.Sample, err error) bool {
+		if err != nil {
+			fn(Stack{}, err)
+			return true
+		}
+		bs := backend.Sample{TID: s.TID, Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack}
+		fn(lt.Resolve(&bs), nil)
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

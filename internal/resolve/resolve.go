@@ -1,0 +1,230 @@
+package resolve
+
+import (
+	"fmt"
+	"slices"
+
+	"stacktop/backchain"
+	"stacktop/internal/backend"
+	"stacktop/procmaps"
+	"stacktop/profile"
+	"stacktop/regs"
+	"stacktop/unwind"
+)
+
+// Options tune a Resolver.
+type Options struct {
+	MaxDepth int // frames per stack; 0 means unwind.DefaultMaxDepth
+	Symbols  SymbolOptions
+	NoCFI    bool // unwind with SFrame and frame pointers only
+	// Unwinders is the ordered list of unwinding methods walks may use
+	// (--unwinder); nil means the architecture's default. See
+	// unwind.Options.Unwinders.
+	Unwinders []unwind.Method
+	// PACMask is cleared from arm64 return addresses: the bits of a
+	// pointer-authentication code, per process (ptrace's NT_ARM_PAC_MASK,
+	// which a back end that attached can read). 0 strips nothing.
+	PACMask uint64
+}
+
+// Stack is one sample's named stack.
+type Stack struct {
+	Frames   []profile.Frame
+	Complete bool  // the walk reached the outermost frame
+	Err      error // why the walk stopped early (Complete false)
+	// Pending holds the walk's frames when some frame's lines were not
+	// ready (SymbolOptions.AsyncLines): Frames then say less than they
+	// will, and Rename names the walk again once they are.
+	Pending []unwind.Frame
+}
+
+// Resolver turns the samples of one process into named stacks. It owns
+// what naming and unwinding need of the process: its address space, the
+// module index and unwind tables, the vDSO image, the DWARF call sites,
+// the Go runtime's stack layout and the perf map of JIT code. A Resolver
+// is used from one goroutine at a time.
+type Resolver struct {
+	PID   int
+	Arch  regs.Arch
+	mem   unwind.Memory
+	cache *procmaps.ModuleCache
+	space *procmaps.AddressSpace
+	mods  moduleIndex
+	syms  *symbolizer
+	// pacMask is cleared from arm64 return addresses (0: nothing to strip).
+	pacMask   uint64
+	backChain backchain.Unwinder // s390x fallback; reads r.mods at call time
+	opts      Options
+	tails     *tailCalls // DWARF call sites per module (tailcall.go)
+	goStacks  goStacks   // Go's systemstack/morestack switches (gostack.go)
+	// funcAtFn is r.funcAt bound once, so a walk does not allocate it.
+	funcAtFn func(pc uint64) (start, end uint64, ok bool)
+
+	// stackOf bounds frames a signal interrupted on another stack than
+	// the handler's (sigaltstack) by their own mapping; reads r.space at
+	// call time.
+	stackOf unwind.StackFinder
+	perfMap perfMap // names of JIT code (anonymous executable memory)
+
+	walker unwind.Walker
+	window unwind.StackWindow
+}
+
+// New loads the address space of pid. mem reads the process's memory
+// (frames beyond a sample's stack copy, the vDSO image); it stays the
+// caller's, as does cache, which may be shared between resolvers (the same
+// libraries are opened once). A 32-bit program is refused (ErrNot64Bit).
+func New(pid int, mem unwind.Memory, cache *procmaps.ModuleCache, opts Options) (*Resolver, error) {
+	if err := CheckClass(pid); err != nil {
+		return nil, err
+	}
+	r := &Resolver{PID: pid, mem: mem, cache: cache, opts: opts, syms: newSymbolizer(),
+		perfMap: perfMap{pid: pid}, pacMask: opts.PACMask}
+	if err := r.refresh(); err != nil {
+		return nil, fmt.Errorf("reading the address space of %d: %w", pid, err)
+	}
+	r.Arch = r.arch()
+	if err := r.checkUnwinders(); err != nil {
+		return nil, err
+	}
+	r.funcAtFn = r.funcAt
+	r.tails = &tailCalls{}
+	r.stackOf = func(sp uint64) (unwind.StackBounds, bool) {
+		m, ok := r.space.MappingAt(sp)
+		return unwind.StackBounds{Low: m.Start, High: m.End}, ok
+	}
+	r.backChain = backchain.Unwinder{
+		InVDSO: func(pc uint64) bool { m, ok := r.mods.ModuleAt(pc); return ok && m.IsVDSO },
+		IsCode: func(pc uint64) bool { _, ok := r.mods.ModuleAt(pc); return ok },
+		FuncAt: r.funcAtFn,
+	}
+	return r, nil
+}
+
+// arch is the target's architecture, from its objects' ELF headers (all
+// objects of one process share it), so an s390x snapshot unwinds the
+// same on any host.
+func (r *Resolver) arch() regs.Arch {
+	for i := range r.space.Exec {
+		if m := r.space.Exec[i].Module; m != nil && m.Arch != regs.ArchUnknown {
+			return m.Arch
+		}
+	}
+	return regs.ArchUnknown
+}
+
+// Close saves what this run added to the DWARF cache and releases the
+// debug files. It is safe to call more than once.
+func (r *Resolver) Close() error {
+	r.syms.close()
+	return nil
+}
+
+// refresh reloads /proc/PID/maps (cheaply: an unchanged file keeps the old
+// snapshot) and rebuilds the module index the unwinder searches.
+func (r *Resolver) refresh() error {
+	var (
+		space *procmaps.AddressSpace
+		err   error
+	)
+	if r.space == nil {
+		space, err = procmaps.LoadAddressSpace(r.PID, r.cache)
+	} else {
+		space, err = r.space.Refresh()
+	}
+	if err != nil {
+		return err
+	}
+	if space != r.space {
+		// The vDSO has no file: its image comes from the target's memory,
+		// so its symbols and unwind tables are there for the unwinder.
+		attachVDSO(space, r.mem)
+		r.space = space
+		r.mods = newModuleIndex(space)
+		r.goStacks.update(space)
+	}
+	return nil
+}
+
+// Reload drops the address space and reads it again from scratch: after an
+// execve (backend.Round.Exec) every mapping, module and symbol table of
+// the old image is stale.
+func (r *Resolver) Reload() error {
+	r.space = nil
+	r.perfMap = perfMap{pid: r.PID} // the new program writes its own
+	if err := r.refresh(); err != nil {
+		return err
+	}
+	r.Arch = r.arch()
+	return nil
+}
+
+// Resolve walks and names the stack of s. s's bytes are not kept: the
+// result stays valid after the back end reuses them.
+func (r *Resolver) Resolve(s *backend.Sample) Stack {
+	return r.Name(r.Walk(s))
+}
+
+// Walk unwinds s without naming its frames: a dump walks every thread
+// while it samples and names them after, so that loading symbols and
+// debug info does not hold up the sampling. The frames alias the
+// Resolver's buffer: valid until the next walk.
+func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
+	if _, ok := r.space.Find(s.Regs.PC); !ok {
+		// New code since the maps were read (dlopen, exec): reload once.
+		r.refresh()
+	}
+	r.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: r.mem}
+	opts := unwind.Options{MaxDepth: r.opts.MaxDepth, NoCFI: r.opts.NoCFI, PACMask: r.pacMask,
+		Unwinders: r.opts.Unwinders, FuncAt: r.funcAtFn, StackOf: r.stackOf}
+	if sw := r.goStacks.switcher; sw != nil {
+		opts.Switch = sw
+	}
+	if s.Regs.Arch == regs.S390X {
+		// s390x has no usable frame-pointer chain: where SFrame and CFI
+		// have no row, the back chain (-mbackchain code) is the fallback.
+		opts.Fallback = r.backChain
+	}
+	if m, ok := r.space.MappingAt(s.Regs.SP()); ok {
+		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
+	}
+	return r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
+}
+
+// Name names the frames of a walk (Walk's, copied if another walk ran
+// since), as Resolve would have.
+func (r *Resolver) Name(st unwind.Stack) Stack {
+	out := Stack{Complete: st.Complete, Err: st.Err}
+	var pending bool
+	out.Frames, pending = r.symbolizeFrames(st.Frames, r.opts.Symbols)
+	if pending {
+		out.Pending = slices.Clone(st.Frames)
+	}
+	finishStack(&out)
+	return out
+}
+
+// Rename names again a walk whose lines were pending (Stack.Pending),
+// without waiting for any. ok is false while some are still not ready.
+// The frames are the ones Resolve gives once they are: a stack does not
+// depend on when it was sampled. Completeness was decided at the sample,
+// by the same symbol names.
+func (r *Resolver) Rename(walk []unwind.Frame) (frames []profile.Frame, ok bool) {
+	opts := r.opts.Symbols
+	opts.AsyncLines = true
+	frames, pending := r.symbolizeFrames(walk, opts)
+	if pending {
+		return nil, false
+	}
+	// As at the sample: signal trampolines named, a Go stack cut at its
+	// root.
+	st := Stack{Frames: frames}
+	finishStack(&st)
+	return st.Frames, true
+}
+
+// Readiness grows whenever line tables, a unit of DWARF or call sites
+// became ready: pending walks need not be renamed while it stays the same.
+func (r *Resolver) Readiness() int64 {
+	return r.syms.readiness() + r.tails.readiness()
+}
