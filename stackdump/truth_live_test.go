@@ -10,6 +10,7 @@ import (
 	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/procmaps"
+	"stacktop/profile"
 	"stacktop/unwind"
 )
 
@@ -76,8 +77,8 @@ func TestDumpSigaltstack(t *testing.T) {
 				}
 				if want[i].Function == gdbstack.SignalFrame {
 					signal = true
-					if ts.Frames[i].Function != resolve.SignalFrameName {
-						t.Errorf("frame #%d: %q, want %q", i, ts.Frames[i].Function, resolve.SignalFrameName)
+					if ts.Frames[i].Function != profile.SignalFrame {
+						t.Errorf("frame #%d: %q, want %q", i, ts.Frames[i].Function, profile.SignalFrame)
 					}
 				}
 				if i == len(want)-1 && (!ts.Complete || ts.Frames[len(ts.Frames)-1].Function != "clone3") {

@@ -46,11 +46,6 @@ func endAtGoRoot(ts *Stack) {
 	}
 }
 
-// SignalFrameName is the name of a signal trampoline's frame (glibc's
-// __restore_rt, the vDSO's __kernel_rt_sigreturn, or a stripped one), as
-// gdb prints it: the frame below it is the code the signal interrupted.
-const SignalFrameName = "<signal handler called>"
-
 // finishStack applies what only a whole symbolised stack tells: which
 // frames are signal trampolines, and where a Go stack ends.
 func finishStack(ts *Stack) {
@@ -64,7 +59,7 @@ func nameSignalFrames(frames []profile.Frame) {
 	for i := 0; i+1 < len(frames); i++ {
 		if frames[i+1].Method == "signal" && !frames[i].Inlined {
 			f := &frames[i]
-			f.Function, f.Offset, f.After = SignalFrameName, 0, ""
+			f.Function, f.Offset, f.After = profile.SignalFrame, 0, ""
 		}
 	}
 }
