@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"stacktop/internal/buildid"
 	"stacktop/regs"
 	"stacktop/sframe"
 )
@@ -71,7 +72,7 @@ func newModule(r io.ReaderAt, path string) (*Module, error) {
 	}
 	m := &Module{Path: path, Arch: ArchOf(f), Type: f.Type, File: f}
 	// A build ID we cannot read only costs sharing across inodes.
-	m.BuildID, _ = BuildID(f)
+	m.BuildID, _ = buildid.Read(f)
 	m.SFrame, m.SFrameErr = loadSFrame(f)
 	return m, nil
 }

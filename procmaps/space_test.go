@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/buildid"
 	"stacktop/regs"
 )
 
@@ -217,7 +218,7 @@ func TestBuildIDMatchesReadelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	id, err := BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
