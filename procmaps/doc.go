@@ -7,9 +7,15 @@
 // ParseMaps, ParseStat, ParseSchedstat and ParseStatus are strict parsers
 // of kernel text. Input that does not have the kernel's shape is an error
 // (*ParseError, *StatError, *StatusError) saying where and what, never a
-// guess and never a panic; each has a fuzz target. The other packages
-// (ptrace included) read /proc through these, not their own scans. The comm field of stat is cut at the last ')' because a thread
-// may name itself anything, parentheses included.
+// guess and never a panic; each has a fuzz target. The comm field of stat
+// is cut at the last ')' because a thread may name itself anything,
+// parentheses included.
+//
+// No other package opens a file under /proc: ptrace, the engine and the
+// command line read it through this package, including the small facts of
+// files.go (ThreadName, Comm, Children, OpenMem, PtraceScope, ...) and the
+// paths into a process's namespace (RootDir, FDPath). Tests may read /proc
+// themselves.
 //
 // # Lifecycle
 //
@@ -33,8 +39,8 @@
 // after a Refresh lies in memory that is not executable or not mapped:
 // the walk stops there.
 //
-// Threads, ReadStat, ReadStatus, ReadThreadInfo and ReadMaps are one-shot
-// reads; threads and processes come and go between calls, so callers must
+// Threads, ReadStat, ReadStatus, ReadThreadInfo, ReadMaps, ThreadName,
+// Comm and Children are one-shot reads; threads and processes come and go between calls, so callers must
 // expect ENOENT and ESRCH at any point.
 //
 // # Finding the file behind a mapping

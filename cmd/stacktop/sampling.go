@@ -4,43 +4,32 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
 	"runtime"
 
 	"stacktop/debuginfo"
+	"stacktop/internal/idlist"
+	"stacktop/internal/spawn"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
-	"stacktop/unwind"
 )
 
 // samplingFlags are the flags record and top share: what to sample and how.
 type samplingFlags struct {
-	pid         int
-	pids        pidList // every -p; pid is the first
-	tidList     string
-	threadName  string
-	rate        float64
-	idle        bool
-	stackWindow int
-	subprocs    bool
-	unwinders   unwinderFlags
-
-	tids     []int           // parsed from tidList by check
-	threadRE *regexp.Regexp  // compiled from threadName by check; nil: all
-	methods  []unwind.Method // parsed from unwinders by check
+	stackFlags
+	pid      int
+	pids     idlist.PIDs // every -p; pid is the first
+	rate     float64
+	idle     bool
+	subprocs bool
 }
 
 func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.pids, "p", "process to "+verb+" (PID; a comma-separated list, or repeat -p, for several)")
-	fs.StringVar(&f.tidList, "tid", "", verb+" only these threads (comma-separated TIDs)")
-	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
+	f.stackFlags.register(fs, verb)
 	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
 	fs.Float64Var(&f.rate, "rate", sampler.DefaultRate, "samples per second (jittered)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
-	f.stackWindow = sampler.DefaultStackWindow
-	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
-	f.unwinders.register(fs)
 }
 
 // check validates the flags against the command line's remaining
@@ -52,36 +41,17 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 	if (f.pid > 0) == (len(cmdArgs) > 0) || f.pid < 0 {
 		return fmt.Errorf("give either -p PID or -- CMD")
 	}
-	if f.threadName != "" {
-		re, err := regexp.Compile(f.threadName)
-		if err != nil {
-			return fmt.Errorf("--thread-name: %v", err)
-		}
-		f.threadRE = re
-	}
-	if err := checkFlags(
-		checkFloat("rate", f.rate, maxRate),
-		checkSize("stack-window", f.stackWindow, maxStackWindow()),
-	); err != nil {
-		return err
-	}
-	var err error
-	if f.methods, err = f.unwinders.methods(); err != nil {
-		return err
-	}
-	f.tids, err = parseTIDs(f.tidList)
-	return err
+	return checkFlags(checkFloat("rate", f.rate, maxRate), f.stackFlags.check())
 }
 
 func (f *samplingFlags) engineOptions() sampler.EngineOptions {
-	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
+	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: []int(f.tids)}
 }
 
 // targetOptions are the sampler options of a periodic recording: line
 // tables load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) targetOptions() sampler.Options {
-	return sampler.Options{StackWindow: f.stackWindow, Symbols: sampler.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()},
-		NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
+	return f.samplerOptions(sampler.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()})
 }
 
 // dwarfCacheDir is where decompressed DWARF is kept between runs (see
@@ -97,7 +67,7 @@ func dwarfCacheDir() string {
 // session is what record and top sample: an attached target and its
 // engine, and the command stacktop started when run with -- CMD.
 type session struct {
-	child  *spawned // nil with -p
+	child  *spawn.Cmd // nil with -p
 	cache  *procmaps.ModuleCache
 	target *sampler.Target
 	engine *sampler.Engine
@@ -112,12 +82,12 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 	s := &session{cache: procmaps.NewModuleCache()}
 	pid := f.pid
 	if len(cmdArgs) > 0 {
-		child, err := startCommand(cmdArgs, stdio)
+		child, err := spawn.Start(cmdArgs, stdio)
 		if err != nil {
 			s.close()
 			return nil, err
 		}
-		s.child, pid = child, child.pid
+		s.child, pid = child, child.PID()
 	}
 	t, err := sampler.Open(tr, pid, s.cache, f.targetOptions())
 	if err != nil {
@@ -126,7 +96,7 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 	}
 	s.target = t
 	if s.child == nil {
-		if err := checkTIDs(pid, f.tids, t.Process().Threads()); err != nil {
+		if err := idlist.CheckThreads(pid, f.tids, t.Process().Threads()); err != nil {
 			t.Close()
 			s.close()
 			return nil, err
@@ -135,7 +105,7 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 	s.engine = sampler.NewEngine(t, opts)
 	sampleOnOneCPU()
 	if s.child != nil {
-		if err := s.child.release(); err != nil {
+		if err := s.child.Release(); err != nil {
 			t.Close()
 			s.close()
 			return nil, err
@@ -163,7 +133,7 @@ func sampleOnOneCPU() {
 // cache, and a command that never ran or whose status nobody collected.
 func (s *session) close() {
 	if s.child != nil {
-		s.child.abandon()
+		s.child.Abandon()
 	}
 	s.cache.Close()
 }
