@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/modules"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
 )
@@ -26,7 +26,7 @@ func openTarget(t *testing.T, pid int) *Target {
 	t.Helper()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	t.Cleanup(func() { cache.Close() })
 	tg, err := Open(tr, pid, cache, Options{})
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/modules"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
 )
@@ -30,7 +30,7 @@ func TestLinesLateSameStacks(t *testing.T) {
 	defer func() { linesGate = nil }()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	t.Cleanup(func() { cache.Close() })
 	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
 	if err != nil {
@@ -110,7 +110,7 @@ func TestLinesLateWaitBounded(t *testing.T) {
 	defer func() { close(gate); linesGate = nil }()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	t.Cleanup(func() { cache.Close() })
 	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
 	if err != nil {
@@ -226,7 +226,7 @@ func BenchmarkRecordStart(b *testing.B) {
 func recordOnce(b *testing.B, pid int, opts Options, d time.Duration) (firstMs, hz, missed, longestMs float64) {
 	tr := ptrace.NewTracer()
 	defer tr.Close()
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	defer cache.Close()
 	t0 := time.Now()
 	target, err := Open(tr, pid, cache, opts)

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"stacktop/backchain"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/regs"
@@ -52,8 +52,8 @@ type Target struct {
 	Arch  regs.Arch
 	proc  *ptrace.Process
 	mem   *ptrace.Memory
-	cache *procmaps.ModuleCache
-	space *procmaps.AddressSpace
+	cache *modules.ModuleCache
+	space *modules.AddressSpace
 	mods  moduleIndex
 	syms  *symbolizer
 	// pacMask is cleared from arm64 return addresses (0: nothing to strip).
@@ -78,7 +78,7 @@ type Target struct {
 
 // Open attaches to pid through tracer and loads its address space. cache may
 // be shared between targets (the same libraries are opened once).
-func Open(tracer *ptrace.Tracer, pid int, cache *procmaps.ModuleCache, opts Options) (*Target, error) {
+func Open(tracer *ptrace.Tracer, pid int, cache *modules.ModuleCache, opts Options) (*Target, error) {
 	if opts.StackWindow <= 0 {
 		opts.StackWindow = DefaultStackWindow
 	}
@@ -144,11 +144,11 @@ func (t *Target) Close() error {
 // snapshot) and rebuilds the module index the unwinder searches.
 func (t *Target) refresh() error {
 	var (
-		space *procmaps.AddressSpace
+		space *modules.AddressSpace
 		err   error
 	)
 	if t.space == nil {
-		space, err = procmaps.LoadAddressSpace(t.PID, t.cache)
+		space, err = modules.LoadAddressSpace(t.PID, t.cache)
 	} else {
 		space, err = t.space.Refresh()
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"stacktop/debuginfo"
+	"stacktop/internal/modules"
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/symbols"
@@ -52,14 +53,14 @@ func (t *Target) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out 
 }
 
 func newSymbolizer() *symbolizer {
-	return &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
+	return &symbolizer{mods: map[*modules.Module]*moduleSymbols{}}
 }
 
 // symbolizer caches, per module, its symbol table (merged with its debug
 // file's), its DWARF line index and the source frames of the PCs seen.
 type symbolizer struct {
 	mu   sync.Mutex
-	mods map[*procmaps.Module]*moduleSymbols
+	mods map[*modules.Module]*moduleSymbols
 }
 
 func (s *symbolizer) close() {
@@ -132,7 +133,7 @@ func (ms *moduleSymbols) saveCache() {
 	}
 }
 
-func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
+func (s *symbolizer) module(t *Target, m *modules.Module) *moduleSymbols {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms, ok := s.mods[m]; ok {
@@ -148,7 +149,7 @@ func (s *symbolizer) module(t *Target, m *procmaps.Module) *moduleSymbols {
 // loadModuleSymbols finds m's debug file (under the target's root first)
 // and builds its merged symbol table. Debug info that cannot be read
 // costs names, never the frame.
-func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
+func loadModuleSymbols(pid int, m *modules.Module) *moduleSymbols {
 	ms := &moduleSymbols{pcs: map[uint64][]debuginfo.Frame{}}
 	var extra []*elf.File
 	if m.Source != procmaps.SourceImage {
@@ -179,7 +180,7 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 // engine asks, the index and the unit are read in the background and
 // ready is false until they are, so a tick never waits for them; dump
 // waits.
-func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
+func (ms *moduleSymbols) sourceFrames(m *modules.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
 	ms.startLines(m, cacheDir)
 	if async {
 		select {
@@ -195,7 +196,7 @@ func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bo
 
 // startLines starts loading m's line tables once; linesDone is closed when
 // they are ready (or known to be absent).
-func (ms *moduleSymbols) startLines(m *procmaps.Module, cacheDir string) {
+func (ms *moduleSymbols) startLines(m *modules.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
 		gate := linesGate

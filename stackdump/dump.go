@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"stacktop/internal/modules"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
@@ -84,7 +85,7 @@ func (e *BlockedError) Unwrap() error { return e.Err }
 // detached before Run returns.
 func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	start := time.Now()
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	defer cache.Close()
 	t, err := sampler.Open(tracer, pid, cache, opt.Sampler)
 	if err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"stacktop/debuginfo"
 	"stacktop/internal/idlist"
+	"stacktop/internal/modules"
 	"stacktop/internal/spawn"
-	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/sampler"
 )
@@ -68,7 +68,7 @@ func dwarfCacheDir() string {
 // engine, and the command stacktop started when run with -- CMD.
 type session struct {
 	child  *spawn.Cmd // nil with -p
-	cache  *procmaps.ModuleCache
+	cache  *modules.ModuleCache
 	target *sampler.Target
 	engine *sampler.Engine
 }
@@ -79,7 +79,7 @@ type session struct {
 // counts as a change and the new image is loaded. The caller closes the
 // target (detach) and then the session.
 func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio [3]*os.File, opts sampler.EngineOptions) (*session, error) {
-	s := &session{cache: procmaps.NewModuleCache()}
+	s := &session{cache: modules.NewModuleCache()}
 	pid := f.pid
 	if len(cmdArgs) > 0 {
 		child, err := spawn.Start(cmdArgs, stdio)
