@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"stacktop/procmaps"
+	"stacktop/internal/buildid"
 )
 
 // A Cache keeps, in files, the decompressed bytes of compressed DWARF
@@ -76,7 +76,7 @@ func (c *Cache) cacheFor(sec *elf.Section, buildID string) *sectionCache {
 
 // objectBuildID is f's build ID, "" if it has none.
 func objectBuildID(f *elf.File) string {
-	id, err := procmaps.BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil || strings.ContainsAny(id, "/.") {
 		return ""
 	}

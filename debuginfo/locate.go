@@ -9,7 +9,7 @@ import (
 	"path"
 	"path/filepath"
 
-	"stacktop/procmaps"
+	"stacktop/internal/buildid"
 )
 
 // DefaultDebugDir is where distributions install separate debug files.
@@ -96,7 +96,7 @@ func (l Locator) Find(objPath string, f *elf.File, buildID string) (*DebugFile, 
 	for _, root := range l.roots() {
 		for _, p := range l.BuildIDPaths(buildID) {
 			df, err := openCandidate(filepath.Join(root, p), objPath, root, func(df *DebugFile) error {
-				id, err := procmaps.BuildID(df.File)
+				id, err := buildid.Read(df.File)
 				if err != nil {
 					return err
 				}

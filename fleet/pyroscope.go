@@ -20,12 +20,13 @@ import (
 )
 
 // PyroscopeSink sends windows to Grafana Pyroscope's HTTP ingest API:
-// POST BASE/ingest?name=APP.cpu{k=v,...}&from=..&until=..&format=pprof,
+// POST BASE/ingest?name=APP.cpu{k=v,...}&from=..&until=..&format=pprof
+// (APP.wall for a wall-clock profile, record --idle),
 // the gzipped pprof in a multipart form field named "profile", as
 // Pyroscope's own Go agent does.
 type PyroscopeSink struct {
 	URL     string            // the server, e.g. http://pyroscope:4040
-	AppName string            // e.g. myapp; ".cpu" is appended unless it has a dot
+	AppName string            // e.g. myapp; ".cpu" (".wall") is appended unless it has a dot
 	Tags    map[string]string // labels
 	Rate    float64           // samples per second, for sampleRate
 	Client  *http.Client      // nil: a client with a 30 s timeout
@@ -47,11 +48,18 @@ func ParseTag(s string) (k, v string, err error) {
 	return k, v, nil
 }
 
-// Name is the series name Pyroscope files the profiles under.
-func (s *PyroscopeSink) Name() string {
+// Name is the series name Pyroscope files the profiles under: the
+// application name with the kind of profile, ".cpu" on-CPU and ".wall" for
+// a wall-clock profile (wall), as Pyroscope's own agents name them, so the
+// two kinds never share a series.
+func (s *PyroscopeSink) Name(wall bool) string {
 	app := s.AppName
 	if !strings.Contains(app, ".") {
-		app += ".cpu"
+		if wall {
+			app += ".wall"
+		} else {
+			app += ".cpu"
+		}
 	}
 	keys := make([]string, 0, len(s.Tags))
 	for k := range s.Tags {
@@ -111,7 +119,7 @@ func (s *PyroscopeSink) Send(ctx context.Context, w *profile.Profile) error {
 	from := w.Start
 	until := w.Start.Add(w.Duration())
 	q := url.Values{}
-	q.Set("name", s.Name())
+	q.Set("name", s.Name(w.Wall))
 	q.Set("from", strconv.FormatInt(from.Unix(), 10))
 	q.Set("until", strconv.FormatInt(max(until.Unix(), from.Unix()+1), 10))
 	q.Set("format", "pprof")

@@ -1,6 +1,9 @@
 // Package procmaps reads what a sampler needs to know about a live process
-// from /proc: its memory mappings, its threads, and, for every executable
-// mapping, the ELF object behind it, its load bias and its unwind tables.
+// from /proc: its memory mappings, its threads and their state, the file
+// behind a mapping and the load bias of the ELF object in it. The objects
+// themselves (their build IDs and unwind tables, shared across processes)
+// are internal/modules': this package decodes no unwind table, so ptrace,
+// which reads /proc through it, links no SFrame decoder.
 //
 // # Parsing
 //
@@ -11,40 +14,18 @@
 // is cut at the last ')' because a thread may name itself anything,
 // parentheses included.
 //
-// The aim is that no other package reads /proc itself. Not yet so: ptrace
-// reads comm, cgroup and yama's ptrace_scope to explain a refused attach
-// (errors.go), /proc/thread-self/children (tracer.go) and /proc/PID/mem;
-// the sampler reads /proc/PID/exe and the JIT perf map under
-// /proc/PID/root; cmd/stacktop scans task/*/children for
-// --subprocesses; debuginfo looks up debug files under /proc/PID/root;
-// and emu/capture, the emulated guest's init, mounts and reads /proc
-// itself.
+// No other package opens a file under /proc: ptrace, the engine and the
+// command line read it through this package, including the small facts of
+// files.go (ThreadName, Comm, Children, OpenMem, PtraceScope, ...) and the
+// paths into a process's namespace (RootDir, FDPath). Tests may read /proc
+// themselves.
 //
-// # Lifecycle
+// # Reads
 //
-// A ModuleCache lives as long as a sampling session (one `stacktop top` or
-// `record` run) and is shared by every process, thread and sample of it. It
-// opens each ELF object once, parses its headers, build ID and .sframe once,
-// and keeps the file open so later stages can read symbols from
-// Module.File. Modules are keyed by build ID, else by (device, inode, size,
-// mtime), so two processes of one binary, or two containers holding copies
-// of it, share one *Module. Close the cache when the session ends; the
-// modules' files are invalid after that.
-//
-// An AddressSpace is an immutable snapshot of one process: its maps plus a
-// Module and load bias for every executable mapping. Take one when
-// attaching. Before each sample (or every few), call Refresh: it re-reads
-// /proc/PID/maps (tens of microseconds), returns the same snapshot when the
-// text is unchanged, and otherwise builds a new one that reuses every
-// unchanged mapping's module and bias, so a dlopen or munmap costs only the
-// new objects. Because snapshots are never modified, an unwinder may keep
-// using an old one while a new one is built. A PC that Find cannot place
-// after a Refresh lies in memory that is not executable or not mapped:
-// the walk stops there.
-//
-// Threads, ReadStat, ReadStatus, ReadThreadInfo and ReadMaps are one-shot
-// reads; threads and processes come and go between calls, so callers must
-// expect ENOENT and ESRCH at any point.
+// Threads, ReadStat, ReadStatus, ReadThreadInfo, ReadMaps, ThreadName,
+// Comm and Children are one-shot reads; threads and processes come and go
+// between calls, so callers must expect ENOENT and ESRCH at any point.
+// OpenSchedstat and OpenStat keep a thread's file open for rereads.
 //
 // # Finding the file behind a mapping
 //
@@ -72,10 +53,4 @@
 // file offset O, backed by the PT_LOAD (p_offset, p_vaddr) that holds O,
 // bias = vm_start - O + p_offset - p_vaddr (LoadBias). It is 0 for a
 // non-PIE ET_EXEC and the load address for PIEs and shared libraries.
-//
-// # The vDSO
-//
-// The vDSO has no file. It is an ExecMapping with IsVDSO set and a nil
-// Module; a stage that can read the target's memory can copy the mapping
-// and call ModuleFromImage.
 package procmaps

@@ -319,7 +319,7 @@ func classify(path string) Kind {
 
 // ReadMaps reads and parses /proc/PID/maps.
 func ReadMaps(pid int) ([]Mapping, error) {
-	b, err := readMapsBytes(pid)
+	b, err := ReadMapsText(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -330,7 +330,9 @@ func ReadMaps(pid int) ([]Mapping, error) {
 	return ms, nil
 }
 
-func readMapsBytes(pid int) ([]byte, error) {
+// ReadMapsText returns /proc/PID/maps unparsed, for a caller that compares
+// it with an earlier read before parsing it (an address space's Refresh).
+func ReadMapsText(pid int) ([]byte, error) {
 	b, err := os.ReadFile(procPath(pid, "maps"))
 	if err != nil {
 		return nil, fmt.Errorf("procmaps: %w", err)

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
-	"syscall"
 
 	"stacktop/procmaps"
 )
@@ -163,9 +161,7 @@ func (e *AttachError) sameUIDs() bool {
 func newAttachError(pid, tid int, cause AttachCause, err error) *AttachError {
 	e := &AttachError{PID: pid, TID: tid, Cause: cause, Err: err,
 		UID: os.Getuid(), EUID: os.Geteuid(), TargetUIDs: [4]int{-1, -1, -1, -1}, PtraceScope: -1}
-	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
-		e.Comm = strings.TrimSpace(string(b))
-	}
+	e.Comm = procmaps.Comm(pid)
 	if st, err := procmaps.ReadStatus(pid, 0); err == nil {
 		e.TargetUIDs, e.TracerPID = st.UIDs, st.TracerPID
 	}
@@ -174,24 +170,17 @@ func newAttachError(pid, tid int, cause AttachCause, err error) *AttachError {
 		if s, err := procmaps.ReadStatus(e.TracerPID, 0); err == nil {
 			e.TracerPID = s.Tgid
 		}
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", e.TracerPID)); err == nil {
-			e.TracerComm = strings.TrimSpace(string(b))
-		}
+		e.TracerComm = procmaps.Comm(e.TracerPID)
 	}
-	if b, err := os.ReadFile("/proc/sys/kernel/yama/ptrace_scope"); err == nil {
-		if v, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
-			e.PtraceScope = v
-		}
-	}
+	e.PtraceScope = procmaps.PtraceScope()
 	if self, err := procmaps.ReadStatus(os.Getpid(), 0); err == nil {
 		const capSysPtrace = 19
 		e.CapSysPtrace = self.CapEff&(1<<capSysPtrace) != 0
 	}
 	// /proc/PID/* of a non-dumpable process belongs to root; only telling
 	// when the target itself does not run as root.
-	var fi syscall.Stat_t
-	if syscall.Stat(fmt.Sprintf("/proc/%d/stat", pid), &fi) == nil && e.TargetUIDs[1] > 0 {
-		e.NonDumpable = fi.Uid == 0
+	if owner, err := procmaps.StatOwner(pid); err == nil && e.TargetUIDs[1] > 0 {
+		e.NonDumpable = owner == 0
 	}
 	e.InContainer = inContainer()
 	return e
@@ -203,11 +192,10 @@ func inContainer() bool {
 			return true
 		}
 	}
-	if b, err := os.ReadFile("/proc/1/cgroup"); err == nil {
-		for _, w := range []string{"docker", "kubepods", "containerd", "lxc", "libpod", "podman"} {
-			if bytes.Contains(b, []byte(w)) {
-				return true
-			}
+	b := procmaps.InitCgroup()
+	for _, w := range []string{"docker", "kubepods", "containerd", "lxc", "libpod", "podman"} {
+		if bytes.Contains(b, []byte(w)) {
+			return true
 		}
 	}
 	return os.Getenv("container") != ""

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/procmaps"
 )
 
 // Memory reads a process's memory. It needs no ptrace stop and no tracer
@@ -84,7 +86,7 @@ func (m *Memory) result(p []byte, addr int64, n int, err error) error {
 func (m *Memory) pread(p []byte, addr int64) (int, error) {
 	m.mu.Lock()
 	if m.file == nil {
-		f, err := os.Open(fmt.Sprintf("/proc/%d/mem", m.pid))
+		f, err := procmaps.OpenMem(m.pid)
 		if err != nil {
 			m.mu.Unlock()
 			return 0, err

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"strings"
 	"sync"
 	"time"
 
@@ -74,8 +73,7 @@ func NewTracer() *Tracer {
 // still exist. Such a thread would see their exits among its tracees' wait
 // events; the tracer wants a thread without them.
 func hasChildren() bool {
-	b, err := os.ReadFile("/proc/thread-self/children")
-	return err == nil && len(strings.TrimSpace(string(b))) > 0
+	return len(procmaps.ThreadSelfChildren()) > 0
 }
 
 // safetyPoll bounds how long a tracee event can wait unnoticed if a SIGCHLD

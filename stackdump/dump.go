@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stacktop/internal/backend"
+	"stacktop/internal/modules"
 	"stacktop/internal/ptracesampler"
 	"stacktop/internal/resolve"
 	"stacktop/procmaps"
@@ -106,7 +107,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	if err := resolve.CheckClass(pid); err != nil {
 		return nil, err // before attaching: nothing to undo
 	}
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	defer cache.Close()
 	d, err := ptracesampler.OpenDump(tracer, pid, opt.StackWindow)
 	if err != nil {

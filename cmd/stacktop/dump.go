@@ -5,16 +5,16 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"regexp"
+	"slices"
 
-	"stacktop/internal/ptracesampler"
+	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/stackdump"
 )
 
-// Exit codes of `stacktop dump`, documented in the README.
+// Exit codes of `stacktop dump`, documented in docs/dump.md.
 const (
 	exitDumpComplete  = 0 // every thread unwound to its outermost frame
 	exitDumpTruncated = 1 // some stacks are truncated
@@ -28,21 +28,15 @@ func init() {
 func runDump(args []string) int {
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	pid := fs.Int("p", 0, "process to dump (required)")
-	tid := fs.Int("tid", 0, "dump only this thread")
-	threadName := fs.String("thread-name", "", "dump only threads whose name matches this regular expression")
+	var f stackFlags
+	f.register(fs, "dump")
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
-	window := new(int)
-	*window = ptracesampler.DefaultStackWindow
-	fs.Var(sizeValue{window}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
-	noInline := fs.Bool("no-inline", false, "do not show inlined calls as frames of their own")
-	noLines := fs.Bool("no-lines", false, "do not read DWARF: no file:line, no inlined frames")
-	var unwinders unwinderFlags
-	unwinders.register(fs)
 	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
+		exitCodesUsage(fs, "dump.md")
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {
@@ -54,42 +48,47 @@ func runDump(args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	if err := checkFlags(
-		checkInt("tid", *tid, 0, maxPID),
-		checkSize("stack-window", *window, maxStackWindow()),
-	); err != nil {
+	if err := f.check(); err != nil {
 		return reportUsage(fs, err)
 	}
-	var nameRE *regexp.Regexp
-	if *threadName != "" {
-		re, err := regexp.Compile(*threadName)
-		if err != nil {
-			return reportUsage(fs, fmt.Errorf("--thread-name: %v", err))
+	nameRE := f.threadRE
+	if len(f.tids) > 0 {
+		// Checked before attaching, as record and top do (a process
+		// that cannot be listed is left to the attach to explain);
+		// stackdump checks a single TID again once attached.
+		if threads, err := procmaps.Threads(*pid); err == nil {
+			if err := idlist.CheckThreads(*pid, f.tids, threads); err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return exitDumpNothing
+			}
 		}
-		nameRE = re
 	}
-	methods, err := unwinders.methods()
-	if err != nil {
-		return reportUsage(fs, err)
-	}
-	if !*noLines {
+	if !f.noLines {
 		prefetchDebuginfo(*pid, *noDebuginfod)
 	}
 	var selectTID func(int) bool
-	if nameRE != nil {
-		// Threads whose name does not match are not stopped at all.
+	if nameRE != nil || len(f.tids) > 1 {
+		// Threads not asked for are not stopped at all.
 		selectTID = func(tid int) bool {
+			if len(f.tids) > 1 && !slices.Contains(f.tids, tid) {
+				return false
+			}
+			if nameRE == nil {
+				return true
+			}
 			st, err := procmaps.ReadStat(*pid, tid)
 			return err != nil || nameRE.MatchString(st.Comm) // unreadable: let the sample say why
 		}
 	}
+	tid := 0
+	if len(f.tids) == 1 {
+		tid = f.tids[0]
+	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
-			TID: *tid, Freeze: *freeze, Select: selectTID, StackWindow: *window, Resolve: resolve.Options{
-				NoCFI:     unwinders.noCFI,
-				Unwinders: methods,
-				Symbols:   resolve.SymbolOptions{NoInline: *noInline, NoLines: *noLines, CacheDir: dwarfCacheDir()},
-			},
+			TID: tid, Freeze: *freeze, Select: selectTID,
+			StackWindow: f.stackWindow,
+			Resolve:     f.resolveOptions(resolve.SymbolOptions{CacheDir: dwarfCacheDir()}),
 		})
 		if nameRE != nil && errors.Is(err, stackdump.ErrNoThreads) {
 			res, err = &stackdump.Result{}, nil // said below: no name matched
@@ -109,7 +108,7 @@ func runDump(args []string) int {
 			}
 			res.Threads = kept
 			if len(kept) == 0 {
-				fmt.Fprintf(os.Stderr, "stacktop: no thread of process %d has a name matching %q (names are in /proc/%d/task/*/comm)\n", *pid, *threadName, *pid)
+				fmt.Fprintf(os.Stderr, "stacktop: no thread of process %d has a name matching %q (names are in /proc/%d/task/*/comm)\n", *pid, f.threadName, *pid)
 				return exitDumpNothing
 			}
 		}

@@ -32,9 +32,6 @@ const (
 	// maxDuration bounds --duration and top's --window: long enough for
 	// any recording, short enough that the value is not an overflow.
 	maxDuration = 366 * 24 * time.Hour
-	// maxPID is the kernel's PID_MAX_LIMIT on 64-bit systems: no PID or
-	// TID is larger.
-	maxPID = 1 << 22
 )
 
 // maxStackWindow is the largest --stack-window: RLIMIT_STACK's hard limit
@@ -69,14 +66,6 @@ func checkFloat(name string, v, max float64) error {
 		return fmt.Errorf("--%s %g: must be positive, at most %g", name, v, max)
 	case v > max:
 		return fmt.Errorf("--%s %g: above the ceiling of %g", name, v, max)
-	}
-	return nil
-}
-
-// checkInt requires v in [min, max].
-func checkInt(name string, v, min, max int) error {
-	if v < min || v > max {
-		return fmt.Errorf("--%s %d: must be in [%d, %d]", name, v, min, max)
 	}
 	return nil
 }

@@ -32,7 +32,9 @@ func TestNumericFlags(t *testing.T) {
 		{[]string{"record"}, "duration", []string{"--duration", "-3s"}},
 		{[]string{"record"}, "duration", []string{"--duration", "0"}},
 		{[]string{"top"}, "window", []string{"--window", "-1s"}},
-		{[]string{"dump"}, "tid", []string{"--tid", "-4"}},
+		{[]string{"dump", "record", "top"}, "tid", []string{"--tid", "-4"}},
+		{[]string{"dump", "record", "top"}, "tid", []string{"--tid", "4194305"}},
+		{[]string{"dump", "record", "top"}, "tid", []string{"--tid", "7,7"}},
 	}
 	for _, c := range cases {
 		for _, cmd := range c.cmds {

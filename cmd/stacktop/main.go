@@ -3,14 +3,19 @@
 // Usage:
 //
 //	stacktop sframe [--rows|--json] FILE...   inspect .sframe sections
-//	stacktop dump -p PID [--tid TID] [--json] one-shot stacks of every thread
+//	stacktop dump -p PID [--tid LIST] [--json] one-shot stacks of every thread
 //	stacktop record ...                       scripted sampling to profile files
 //	stacktop top ...                          live terminal UI
 //	stacktop --version                        version and VCS revision
 //	stacktop completion bash|zsh|fish         shell completion script
 //
-// Exit codes are documented per subcommand in the README; 64 is always a
-// usage error.
+// Exit codes are documented per subcommand in docs/*.md (each -h names its
+// page); 64 is always a usage error.
+//
+// This package holds flags, wiring and output only: starting a command
+// (internal/spawn), writing an output file (internal/outfile), PID and TID
+// lists (internal/idlist) and sampling several processes as one
+// (internal/procgroup) live in packages of their own.
 package main
 
 import (

@@ -1,20 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"os/signal"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +16,8 @@ import (
 	"stacktop/export"
 	"stacktop/fleet"
 	"stacktop/internal/engine"
+	"stacktop/internal/outfile"
+	"stacktop/internal/spawn"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 )
@@ -29,19 +25,15 @@ import (
 // Exit codes of `stacktop record`, documented in docs/record.md. With
 // `-- CMD` stacktop exits with CMD's status instead of exitRecordOK.
 const (
-	exitRecordOK      = 0   // the profile was written
-	exitRecordWrite   = 1   // sampling worked but the file could not be written
-	exitRecordNothing = 2   // nothing recorded: no such process, attach refused, ...
-	exitRecordCmdFail = 125 // -- CMD: stacktop itself failed (CMD's own codes stay 126/127)
+	exitRecordOK      = 0                // the profile was written
+	exitRecordWrite   = 1                // sampling worked but the file could not be written
+	exitRecordNothing = 2                // nothing recorded: no such process, attach refused, ...
+	exitRecordCmdFail = spawn.ExitFailed // -- CMD: stacktop itself failed (CMD's own codes stay 126/127)
 )
 
-// spawnEnv marks the helper process of `record -- CMD` (see startCommand).
-const spawnEnv = "STACKTOP_RECORD_SPAWN"
-
 func init() {
-	if os.Getenv(spawnEnv) == "1" {
-		os.Exit(spawnHelper(os.Args[1:]))
-	}
+	// The helper that starts `-- CMD` is this binary (see spawn.Cmd).
+	spawn.RunHelper()
 	register(command{name: "record", brief: "sample a process (or a command) into a profile file", run: runRecord})
 }
 
@@ -71,10 +63,14 @@ func runRecord(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID[,PID...] [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
 		fs.PrintDefaults()
+		exitCodesUsage(fs, "record.md")
 	}
 	cmdArgs, code, ok := f.parse(fs, args, func() error {
-		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
+		if len(f.tids) > 0 && (len(f.pids) > 1 || f.subprocs) {
 			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
+		}
+		if f.lines && f.noLines {
+			return fmt.Errorf("--lines names frames by file:line, which --no-lines does not read: give one of them")
 		}
 		return checkDuration("duration", f.duration, maxDuration, flagGiven(fs, "duration"))
 	})
@@ -105,20 +101,20 @@ func runRecord(args []string) int {
 	if len(cmdArgs) > 0 {
 		fail = exitRecordCmdFail
 	}
-	var out *outputFile
+	var out *outfile.File
 	if output != "" {
-		if out, err = createOutput(output); err != nil {
+		if out, err = outfile.Create(output); err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return fail
 		}
-		defer out.abandon()
+		defer out.Abandon()
 	}
 
 	prefetchDebuginfo(f.pid, *noDebuginfod)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {
-		opts := f.engineOptions()
+		opts := f.sessionOptions()
 		opts.Duration = f.duration
 		if format != export.FormatSpeedscope {
 			// Only speedscope draws the timeline; the other formats need
@@ -128,18 +124,18 @@ func runRecord(args []string) int {
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			return startFailureCode(err, fail)
+			return spawn.FailureCode(err, fail)
 		}
-		defer sess.close()
-		eng, child := sess.engine, sess.child
+		defer sess.Close()
+		eng, child := sess.Engine, sess.Child
 		// Several processes (-p A,B, --subprocesses): one engine each,
-		// and their profiles merged (see processGroup).
+		// and their profiles merged (see procgroup).
 		group := newProcessGroup(tr, &f.samplingFlags, opts, sess)
-		defer group.close()
+		defer group.Close()
 		for _, pid := range f.pids[min(1, len(f.pids)):] {
-			if _, err := group.attach(pid); err != nil {
+			if err := group.Attach(pid); err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
-				group.closeTargets()
+				group.Detach()
 				return fail
 			}
 		}
@@ -149,9 +145,9 @@ func runRecord(args []string) int {
 		}
 		var up *fleet.Uploader
 		if f.fleet.uploading() {
-			if up, err = f.fleet.start(eng, sess.target.PID, cmdArgs, f.rate, os.Stderr); err != nil {
+			if up, err = f.fleet.start(eng, sess.PID, cmdArgs, f.rate, os.Stderr); err != nil {
 				stopProgress()
-				group.closeTargets()
+				group.Detach()
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
 				return fail
 			}
@@ -160,13 +156,13 @@ func runRecord(args []string) int {
 		if up != nil {
 			go up.Run(upCtx)
 		}
-		runErrs := group.run(ctx, f.subprocs)
+		runErrs := group.Run(ctx, f.subprocs)
 		stopUploads()
 		stopProgress()
-		detachErr := group.closeTargets()
+		detachErr := group.Detach()
 
-		st, nproc := group.stats()
-		prof := threadFilter(f.threadRE)(group.profile())
+		st, nproc := group.Stats()
+		prof := threadFilter(f.threadRE)(group.Profile())
 		code := exitRecordOK
 		for _, err := range runErrs {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
@@ -184,10 +180,10 @@ func runRecord(args []string) int {
 		var status int
 		var waitErr error
 		waited := false
-		if child != nil && st.Exited && sess.target.Process().Execs() == 0 {
-			status, waitErr = child.wait()
+		if child != nil && st.Exited && sess.Execs() == 0 {
+			status, waitErr = child.Wait()
 			waited = true
-			if waitErr == nil && (status == exitCmdNotFound || status == exitCmdNotExecutable) {
+			if waitErr == nil && (status == spawn.ExitNotFound || status == spawn.ExitNotExecutable) {
 				fmt.Fprintf(os.Stderr, "stacktop: cannot run %s: it could not be executed (exit status %d); no profile written\n",
 					procmaps.EscapeControl(cmdArgs[0]), status)
 				return status
@@ -196,7 +192,7 @@ func runRecord(args []string) int {
 		xopts := export.Options{Threads: f.threads, Lines: f.lines}
 		var werr error
 		if out != nil {
-			werr = out.commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
+			werr = out.Commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
 		}
 		if werr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", werr)
@@ -206,7 +202,7 @@ func runRecord(args []string) int {
 		if child != nil {
 			err := waitErr
 			if !waited {
-				status, err = child.wait()
+				status, err = child.Wait()
 			}
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
@@ -220,7 +216,7 @@ func runRecord(args []string) int {
 		}
 		if !f.quiet {
 			writeSummary(os.Stderr, st, f.rate, output, format, werr == nil, exitMsg)
-			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.target.UnwinderNames(), ","))
+			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.UnwinderNames(), ","))
 		}
 		if up != nil {
 			if ust := up.Close(); !f.quiet {
@@ -258,21 +254,6 @@ func chooseOutput(formatName, output string) (export.Format, string, error) {
 		}[format]
 	}
 	return format, output, nil
-}
-
-func parseTIDs(s string) ([]int, error) {
-	if s == "" {
-		return nil, nil
-	}
-	var tids []int
-	for _, f := range strings.Split(s, ",") {
-		tid, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || tid <= 0 {
-			return nil, fmt.Errorf("--tid: bad thread id %q", f)
-		}
-		tids = append(tids, tid)
-	}
-	return tids, nil
 }
 
 func isTerminal(f *os.File) bool {
@@ -333,9 +314,6 @@ func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, for
 	}
 	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
 		st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
-	if st.Lost > 0 {
-		fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)
-	}
 	if why := shortfall(st, rate); why != "" {
 		fmt.Fprintf(w, "  rate short of the asked %.0f Hz: %s\n", rate, why)
 	}
@@ -392,152 +370,4 @@ func round(d time.Duration) time.Duration {
 		return d.Round(10 * time.Microsecond)
 	}
 	return d.Round(100 * time.Nanosecond)
-}
-
-// spawned is a command started for `record -- CMD`.
-//
-// The command must not be stacktop's child: a tracer thread waits for its
-// tracees, and os/exec's wait4(pid) running on another thread would steal
-// the ptrace stops of the command's main thread (any thread may reap
-// events of the process's children). So stacktop starts a helper, itself
-// re-executed with spawnEnv set; the helper starts "sh -c 'read; exec
-// CMD'" and reports its PID. stacktop attaches to that shell while it
-// waits on the go pipe, releases it, and the shell execs CMD: sampling
-// covers CMD from its first instruction. The helper, CMD's parent, waits
-// for it and passes its exit status back on the status pipe.
-type spawned struct {
-	pid    int
-	helper *exec.Cmd
-	goW    *os.File
-	status *os.File
-}
-
-// startCommand starts argv with stdio as its standard input, output and
-// error (record passes the terminal's; top, which owns the terminal, passes
-// /dev/null).
-func startCommand(argv []string, stdio [3]*os.File) (*spawned, error) {
-	if err := checkRunnable(argv[0]); err != nil {
-		return nil, err
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
-	}
-	statusR, statusW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	goR, goW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	pidR, pidW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	helper := exec.Command(self, argv...)
-	helper.Env = append(os.Environ(), spawnEnv+"=1")
-	helper.Stdin, helper.Stdout, helper.Stderr = stdio[0], stdio[1], stdio[2]
-	helper.ExtraFiles = []*os.File{statusW, goR, pidW} // fds 3, 4, 5
-	err = helper.Start()
-	statusW.Close()
-	goR.Close()
-	pidW.Close()
-	if err != nil {
-		statusR.Close()
-		goW.Close()
-		pidR.Close()
-		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
-	}
-	s := &spawned{helper: helper, goW: goW, status: statusR}
-	line, err := bufio.NewReader(pidR).ReadString('\n')
-	pidR.Close()
-	if s.pid, err = strconv.Atoi(strings.TrimSpace(line)); err != nil || s.pid <= 0 {
-		s.abandon()
-		return nil, fmt.Errorf("starting %s: the helper reported no PID", argv[0])
-	}
-	return s, nil
-}
-
-// release lets the command exec.
-func (s *spawned) release() error {
-	_, err := s.goW.Write([]byte("go\n"))
-	s.goW.Close()
-	s.goW = nil
-	if err != nil {
-		return fmt.Errorf("releasing the command: %w", err)
-	}
-	return nil
-}
-
-// wait returns the command's exit status as a shell reports it (128+N
-// when killed by signal N).
-func (s *spawned) wait() (int, error) {
-	line, rerr := bufio.NewReader(s.status).ReadString('\n')
-	s.status.Close()
-	s.status = nil
-	werr := s.helper.Wait()
-	status, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		if rerr == nil {
-			rerr = werr
-		}
-		return 0, fmt.Errorf("no exit status from the command's helper: %v", rerr)
-	}
-	return status, nil
-}
-
-// abandon kills what is left of a command whose recording failed: closing
-// the go pipe makes a command that was never released exit without
-// running.
-func (s *spawned) abandon() {
-	if s.goW != nil {
-		s.goW.Close()
-		s.goW = nil
-	}
-	if s.status != nil {
-		s.status.Close()
-		s.status = nil
-		s.helper.Wait()
-	}
-}
-
-// spawnHelper is the helper process of `record -- CMD` (see spawned):
-// fd 3 status pipe (write), fd 4 go pipe (read), fd 5 PID pipe (write).
-func spawnHelper(argv []string) int {
-	os.Unsetenv(spawnEnv)
-	status, goR, pidW := os.NewFile(3, "status"), os.NewFile(4, "go"), os.NewFile(5, "pid")
-	// Ctrl-C reaches the whole foreground process group: the command
-	// decides what to do with it, the helper must live on to report its
-	// status. A handler (not SIG_IGN) so the command gets the default.
-	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGQUIT)
-	if len(argv) == 0 {
-		return exitRecordCmdFail
-	}
-	cmd := exec.Command("/bin/sh", append([]string{"-c", `read -r _ <&3 || exit 125; exec 3<&- "$0" "$@"`}, argv...)...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.ExtraFiles = []*os.File{goR}
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
-		return exitRecordCmdFail
-	}
-	goR.Close()
-	fmt.Fprintf(pidW, "%d\n", cmd.Process.Pid)
-	pidW.Close()
-	err := cmd.Wait()
-	code := 0
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		ws := ee.Sys().(syscall.WaitStatus)
-		code = ws.ExitStatus()
-		if ws.Signaled() {
-			code = 128 + int(ws.Signal())
-		}
-	case err != nil:
-		code = exitRecordCmdFail
-	}
-	fmt.Fprintf(status, "%d\n", code)
-	status.Close()
-	return 0
 }

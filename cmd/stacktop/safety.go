@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"stacktop/internal/outfile"
 	"stacktop/ptrace"
 )
 
@@ -34,7 +35,7 @@ func withTracer(onSignal func(os.Signal), fn func(tr *ptrace.Tracer) int) (code 
 					continue
 				}
 				tr.DetachAll()
-				removeTemps() // os.Exit skips the deferred clean-ups
+				outfile.RemoveTemps() // os.Exit skips the deferred clean-ups
 				fmt.Fprintf(os.Stderr, "stacktop: %v: detached from the target\n", sig)
 				os.Exit(128 + int(sig.(syscall.Signal)))
 			}

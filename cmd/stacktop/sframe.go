@@ -8,7 +8,7 @@ import (
 	"stacktop/sframereport"
 )
 
-// Exit codes of `stacktop sframe`, documented in the README.
+// Exit codes of `stacktop sframe`, documented in docs/sframe-inspector.md.
 const (
 	exitSFrameOK      = 0 // every file has valid SFrame data
 	exitSFrameNone    = 1 // some file has no SFrame data
@@ -26,6 +26,7 @@ func runSFrame(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop sframe [--rows|--json] FILE...")
 		fs.PrintDefaults()
+		exitCodesUsage(fs, "sframe-inspector.md")
 	}
 	if err := fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

@@ -270,3 +270,70 @@ func TestRecordLines(t *testing.T) {
 	}
 	checkUntraced(t, tg.PID())
 }
+
+// TestTIDListAllCommands: --tid takes the same list on dump, record and
+// top. dump with two TIDs shows exactly those threads; a TID that is not
+// the target's is exit 2 on dump and record before anything is stopped.
+// --no-inline and --no-lines exist on all three.
+func TestTIDListAllCommands(t *testing.T) {
+	needRoot(t)
+	tg := startThreadnames(t)
+	pid := strconv.Itoa(tg.PID())
+	names, err := tg.Threads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{}
+	for tid, name := range names {
+		if name == "hot" || name == "waker" {
+			want[name] = tid
+		}
+	}
+	if len(want) != 2 {
+		t.Fatalf("threads %v: no hot and waker", names)
+	}
+	list := strconv.Itoa(want["hot"]) + "," + strconv.Itoa(want["waker"])
+	r := stacktop(t, "dump", "-p", pid, "--tid", list, "--no-lines", "--json")
+	var doc struct {
+		Threads []struct {
+			TID  int
+			Name string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &doc); err != nil {
+		t.Fatalf("dump --tid %s --json: %v\n%s", list, err, r.stderr)
+	}
+	got := map[string]int{}
+	for _, th := range doc.Threads {
+		got[th.Name] = th.TID
+	}
+	if len(got) != 2 || got["hot"] != want["hot"] || got["waker"] != want["waker"] {
+		t.Errorf("dump --tid %s shows %v, want %v", list, got, want)
+	}
+	other := strconv.Itoa(os.Getpid())
+	checkAttachFailure(t, stacktop(t, "dump", "-p", pid, "--tid", strconv.Itoa(want["hot"])+","+other),
+		"--tid "+other+" is not a thread of process "+pid)
+
+	out := filepath.Join(t.TempDir(), "tids.folded")
+	code, stderr := record(t, "-p", pid, "--tid", list, "--threads", "--idle", "--no-inline", "--no-lines", "--duration", "500ms", "-q", "-o", out)
+	if code != 0 {
+		t.Fatalf("record --tid %s: exit %d\n%s", list, code, stderr)
+	}
+	for root := range roots(t, out) {
+		if name, _, _ := strings.Cut(root, " "); name != "hot" && name != "waker" {
+			t.Errorf("record --tid %s recorded thread %s", list, root)
+		}
+	}
+	if code, _ := record(t, "-p", pid, "--lines", "--no-lines", "-o", out); code != exitUsage {
+		t.Errorf("--lines with --no-lines: exit %d, want %d", code, exitUsage)
+	}
+	for _, cmd := range []string{"dump", "record", "top"} {
+		r := stacktop(t, cmd, "-h")
+		for _, flag := range []string{"-tid value", "-stack-window", "-unwinder", "-no-cfi", "-no-inline", "-no-lines", "Exit codes: see docs/"} {
+			if !strings.Contains(r.stderr, flag) {
+				t.Errorf("%s -h does not list %s", cmd, flag)
+			}
+		}
+	}
+	checkUntraced(t, tg.PID())
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"stacktop/internal/spawn"
 	"stacktop/live"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
@@ -35,9 +36,10 @@ func runTop(args []string) int {
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID[,PID...] [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
 		fs.PrintDefaults()
+		exitCodesUsage(fs, "top.md")
 	}
 	cmdArgs, code, ok := f.parse(fs, args, func() error {
-		if f.tidList != "" && (len(f.pids) > 1 || f.subprocs) {
+		if len(f.tids) > 0 && (len(f.pids) > 1 || f.subprocs) {
 			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
 		}
 		return checkDuration("window", *window, maxDuration, true)
@@ -56,7 +58,7 @@ func runTop(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
 			return exitTopNothing
 		}
-		opts := f.engineOptions()
+		opts := f.sessionOptions()
 		// The UI aggregates the last --window, everything, or everything
 		// since a reset (by subtraction): older events can be folded, so
 		// memory stays bounded on long sessions.
@@ -65,12 +67,12 @@ func runTop(args []string) int {
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			return startFailureCode(err, exitTopNothing)
+			return spawn.FailureCode(err, exitTopNothing)
 		}
-		defer sess.close()
-		closeTargets := func() error { return sess.target.Close() }
+		defer sess.Close()
+		closeTargets := sess.Detach
 		defer func() { closeTargets() }()
-		eng, child := sess.engine, sess.child
+		eng, child := sess.Engine, sess.Child
 		src := live.New(eng)
 		if f.threadRE != nil {
 			src.SetFilter(threadFilter(f.threadRE))
@@ -79,30 +81,30 @@ func runTop(args []string) int {
 		run := eng.Run
 		if len(f.pids) > 1 || f.subprocs {
 			// Several processes: one engine each, their snapshots
-			// merged at every poll (see processGroup).
+			// merged at every poll (see procgroup).
 			fl := newProcessGroup(tr, &f, opts, sess)
 			closeTargets = func() error {
-				err := fl.closeTargets()
-				fl.close()
+				err := fl.Detach()
+				fl.Close()
 				return err
 			}
 			for _, pid := range f.pids[min(1, len(f.pids)):] {
-				if _, err := fl.attach(pid); err != nil {
+				if err := fl.Attach(pid); err != nil {
 					fmt.Fprintln(os.Stderr, "stacktop:", err)
 					return exitTopNothing
 				}
 			}
 			ui = groupSource{fl: fl, filter: threadFilter(f.threadRE)}
-			run = func(ctx context.Context) error { return errors.Join(fl.run(ctx, f.subprocs)...) }
+			run = func(ctx context.Context) error { return errors.Join(fl.Run(ctx, f.subprocs)...) }
 		}
 		engineDone := make(chan error, 1)
 		go func() {
 			err := run(ctx)
 			if child != nil && ctx.Err() == nil {
 				// The target exited: say how, and keep the last data on screen.
-				if status, werr := child.wait(); werr == nil {
+				if status, werr := child.Wait(); werr == nil {
 					msg := fmt.Sprintf("%s exited with status %d", procmaps.EscapeControl(cmdArgs[0]), status)
-					if sess.target.Process().Execs() == 0 && (status == exitCmdNotFound || status == exitCmdNotExecutable) {
+					if sess.Execs() == 0 && (status == spawn.ExitNotFound || status == spawn.ExitNotExecutable) {
 						msg = fmt.Sprintf("cannot run %s: it could not be executed (exit status %d)", procmaps.EscapeControl(cmdArgs[0]), status)
 					}
 					src.SetExitMsg(msg)

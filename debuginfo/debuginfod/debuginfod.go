@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"stacktop/debuginfo"
-	"stacktop/procmaps"
+	"stacktop/internal/buildid"
 )
 
 // Defaults when the environment says nothing.
@@ -226,7 +226,7 @@ func Validate(r io.ReaderAt, buildID string) (err error) {
 	if err != nil {
 		return fmt.Errorf("the reply is not an ELF file: %w", err)
 	}
-	id, err := procmaps.BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil {
 		return fmt.Errorf("the reply's build ID: %w", err)
 	}

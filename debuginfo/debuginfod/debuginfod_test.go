@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/buildid"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 )
 
 // fixture returns a real ELF file's bytes and its build ID.
@@ -31,7 +31,7 @@ func fixture(t testing.TB) ([]byte, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	id, err := procmaps.BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil || id == "" {
 		t.Fatalf("build ID: %q %v", id, err)
 	}

@@ -3,9 +3,9 @@ package debuginfod
 import (
 	"context"
 	"debug/elf"
-	"fmt"
 
 	"stacktop/debuginfo"
+	"stacktop/internal/buildid"
 	"stacktop/procmaps"
 )
 
@@ -21,7 +21,7 @@ func (c *Client) Prefetch(ctx context.Context, pid int) (fetched int, err error)
 	if err != nil {
 		return 0, err
 	}
-	loc := debuginfo.Locator{Root: fmt.Sprintf("/proc/%d/root", pid)}
+	loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
 	seen := map[string]bool{}
 	for i := range maps {
 		m := &maps[i]
@@ -58,7 +58,7 @@ func (c *Client) prefetchOne(ctx context.Context, loc debuginfo.Locator, path st
 	if err != nil {
 		return false
 	}
-	id, err := procmaps.BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil || id == "" {
 		return false
 	}

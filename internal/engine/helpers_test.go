@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/modules"
 	"stacktop/internal/ptracesampler"
 	"stacktop/internal/resolve"
-	"stacktop/procmaps"
 	"stacktop/ptrace"
 )
 
@@ -32,7 +32,7 @@ type EngineOptions struct {
 type Target struct {
 	pid     int
 	tr      *ptrace.Tracer
-	cache   *procmaps.ModuleCache
+	cache   *modules.ModuleCache
 	symbols resolve.SymbolOptions
 	src     *ptracesampler.Source
 	res     *resolve.Resolver
@@ -47,7 +47,7 @@ func openTarget(t testing.TB, pid int) *Target {
 
 func openTargetSymbols(t testing.TB, pid int, symbols resolve.SymbolOptions) *Target {
 	t.Helper()
-	tg := &Target{pid: pid, tr: ptrace.NewTracer(), cache: procmaps.NewModuleCache(), symbols: symbols}
+	tg := &Target{pid: pid, tr: ptrace.NewTracer(), cache: modules.NewModuleCache(), symbols: symbols}
 	t.Cleanup(func() {
 		tg.Close()
 		tg.tr.Close()

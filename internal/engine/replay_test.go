@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"stacktop/internal/backend"
+	"stacktop/internal/modules"
 	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/profile"
 )
 
@@ -105,7 +105,7 @@ func TestReplayIsBackEndNeutral(t *testing.T) {
 			want, wantSt := e.Snapshot(), e.Stats()
 
 			// A resolver of its own, nothing cached.
-			cache := procmaps.NewModuleCache()
+			cache := modules.NewModuleCache()
 			defer cache.Close()
 			res, err := resolve.New(tg.PID(), live.mem, cache, resolve.Options{})
 			if err != nil {

@@ -94,6 +94,7 @@ type Stats struct {
 	Events     int   // perf events open now (threads opened x CPUs)
 	Rings      int   // ring buffers (one per CPU)
 	RingBytes  int   // data bytes of each ring
+	Execs      int64 // execve calls of the process seen (COMM records with the exec flag)
 }
 
 // Stats returns the Source's counters. Like Next, it is not safe to call
@@ -529,6 +530,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		case RecordComm:
 			if rec.Exec && int(rec.PID) == s.pid {
 				round.Exec = true
+				s.stats.Execs++
 				s.mapsMoved = true
 			}
 		case RecordMmap, RecordMmap2:

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"stacktop/internal/backend"
+	"stacktop/internal/modules"
 	"stacktop/internal/targets"
-	"stacktop/procmaps"
 	"stacktop/regs"
 	"stacktop/unwind"
 )
@@ -22,9 +22,9 @@ func TestUnwindCopiedStacks(t *testing.T) {
 		t.Skip("the committed targets are amd64")
 	}
 	tg := targets.Start(t, "split-sframe3")
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	defer cache.Close()
-	space, err := procmaps.LoadAddressSpace(tg.PID(), cache)
+	space, err := modules.LoadAddressSpace(tg.PID(), cache)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"strconv"
+
+	"stacktop/procmaps"
 )
 
 // ErrNot64Bit: the target runs a 32-bit program (i386 on x86-64, arm on
@@ -20,7 +20,7 @@ var ErrNot64Bit = errors.New("32-bit program")
 // cannot be read (gone, or a kernel thread, which Attach refuses with its
 // own reason) passes.
 func CheckClass(pid int) error {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/exe")
+	f, err := procmaps.OpenExecutable(pid)
 	if err != nil {
 		return nil
 	}
@@ -30,8 +30,7 @@ func CheckClass(pid int) error {
 		return nil
 	}
 	if elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS32 {
-		exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
-		return fmt.Errorf("process %d (%s) is a %w: stacktop reads 64-bit processes only", pid, exe, ErrNot64Bit)
+		return fmt.Errorf("process %d (%s) is a %w: stacktop reads 64-bit processes only", pid, procmaps.Executable(pid), ErrNot64Bit)
 	}
 	return nil
 }

@@ -2,7 +2,7 @@ package resolve
 
 import (
 	"stacktop/gort"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 )
 
 // goStacks follows a Go program's stack switches (gort): a thread on its
@@ -11,7 +11,7 @@ import (
 // executable; a program that is not Go, or whose DWARF is gone, has no
 // switcher and walks as before.
 type goStacks struct {
-	mod      *procmaps.Module // the Go module the layout was read from (or tried)
+	mod      *modules.Module // the Go module the layout was read from (or tried)
 	switcher *gort.Switcher
 	Err      error // why the switch is off for a Go program (gort.Load's error)
 }
@@ -20,7 +20,7 @@ type goStacks struct {
 // mapping of a file with a .gopclntab, or a .go.buildinfo: a PIE keeps its
 // pclntab in .data.rel.ro) and reads its layout, unless it is the one
 // already read.
-func (g *goStacks) update(space *procmaps.AddressSpace) {
+func (g *goStacks) update(space *modules.AddressSpace) {
 	for i := range space.Exec {
 		em := &space.Exec[i]
 		m := em.Module

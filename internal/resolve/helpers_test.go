@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"stacktop/internal/backend"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/ptrace"
 	"stacktop/unwind"
 )
@@ -29,7 +29,7 @@ func openTarget(t *testing.T, pid int) *liveTarget {
 	t.Helper()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	t.Cleanup(func() { cache.Close() })
 	proc, err := tr.Attach(pid)
 	if err != nil {

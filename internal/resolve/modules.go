@@ -8,17 +8,17 @@ import (
 	"weak"
 
 	"stacktop/cfi"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/unwind"
 )
 
-// moduleIndex adapts a procmaps.AddressSpace to the unwinder's Modules: one
+// moduleIndex adapts a modules.AddressSpace to the unwinder's Modules: one
 // unwind.Module per executable mapping, in address order.
 type moduleIndex struct {
 	mods []unwind.Module
 }
 
-func newModuleIndex(space *procmaps.AddressSpace) moduleIndex {
+func newModuleIndex(space *modules.AddressSpace) moduleIndex {
 	idx := moduleIndex{mods: make([]unwind.Module, 0, len(space.Exec))}
 	for i := range space.Exec {
 		em := &space.Exec[i]
@@ -72,10 +72,10 @@ func (l *lazyCFI) Lookup(pc uint64) (cfi.Row, error) {
 // the cache holds the module weakly and drops the entry when it goes.
 var cfiCache struct {
 	sync.Mutex
-	m map[weak.Pointer[procmaps.Module]]*lazyCFI
+	m map[weak.Pointer[modules.Module]]*lazyCFI
 }
 
-func cfiFor(m *procmaps.Module) *lazyCFI {
+func cfiFor(m *modules.Module) *lazyCFI {
 	key := weak.Make(m)
 	cfiCache.Lock()
 	defer cfiCache.Unlock()
@@ -83,11 +83,11 @@ func cfiFor(m *procmaps.Module) *lazyCFI {
 		return l
 	}
 	if cfiCache.m == nil {
-		cfiCache.m = map[weak.Pointer[procmaps.Module]]*lazyCFI{}
+		cfiCache.m = map[weak.Pointer[modules.Module]]*lazyCFI{}
 	}
 	l := &lazyCFI{file: m.File}
 	cfiCache.m[key] = l
-	runtime.AddCleanup(m, func(k weak.Pointer[procmaps.Module]) {
+	runtime.AddCleanup(m, func(k weak.Pointer[modules.Module]) {
 		cfiCache.Lock()
 		delete(cfiCache.m, k)
 		cfiCache.Unlock()

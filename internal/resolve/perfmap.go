@@ -65,7 +65,7 @@ func (p *perfMap) refresh() bool {
 		if ns == 0 {
 			ns = p.pid
 		}
-		p.path = "/proc/" + strconv.Itoa(p.pid) + "/root/tmp/perf-" + strconv.Itoa(ns) + ".map"
+		p.path = procmaps.RootDir(p.pid) + "/tmp/perf-" + strconv.Itoa(ns) + ".map"
 		p.uid = st.UIDs[1] // effective: the user the JIT writes the file as
 	}
 	// The map lives in a world-writable directory and stacktop runs as

@@ -6,7 +6,7 @@ import (
 
 	"stacktop/backchain"
 	"stacktop/internal/backend"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/profile"
 	"stacktop/regs"
 	"stacktop/unwind"
@@ -47,8 +47,8 @@ type Resolver struct {
 	PID   int
 	Arch  regs.Arch
 	mem   unwind.Memory
-	cache *procmaps.ModuleCache
-	space *procmaps.AddressSpace
+	cache *modules.ModuleCache
+	space *modules.AddressSpace
 	mods  moduleIndex
 	syms  *symbolizer
 	// pacMask is cleared from arm64 return addresses (0: nothing to strip).
@@ -74,7 +74,7 @@ type Resolver struct {
 // (frames beyond a sample's stack copy, the vDSO image); it stays the
 // caller's, as does cache, which may be shared between resolvers (the same
 // libraries are opened once). A 32-bit program is refused (ErrNot64Bit).
-func New(pid int, mem unwind.Memory, cache *procmaps.ModuleCache, opts Options) (*Resolver, error) {
+func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (*Resolver, error) {
 	if err := CheckClass(pid); err != nil {
 		return nil, err
 	}
@@ -124,11 +124,11 @@ func (r *Resolver) Close() error {
 // snapshot) and rebuilds the module index the unwinder searches.
 func (r *Resolver) refresh() error {
 	var (
-		space *procmaps.AddressSpace
+		space *modules.AddressSpace
 		err   error
 	)
 	if r.space == nil {
-		space, err = procmaps.LoadAddressSpace(r.PID, r.cache)
+		space, err = modules.LoadAddressSpace(r.PID, r.cache)
 	} else {
 		space, err = r.space.Refresh()
 	}

@@ -2,10 +2,10 @@ package resolve
 
 import (
 	"debug/elf"
-	"fmt"
 	"sync"
 
 	"stacktop/debuginfo"
+	"stacktop/internal/modules"
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/symbols"
@@ -52,14 +52,14 @@ func (r *Resolver) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (ou
 }
 
 func newSymbolizer() *symbolizer {
-	return &symbolizer{mods: map[*procmaps.Module]*moduleSymbols{}}
+	return &symbolizer{mods: map[*modules.Module]*moduleSymbols{}}
 }
 
 // symbolizer caches, per module, its symbol table (merged with its debug
 // file's), its DWARF line index and the source frames of the PCs seen.
 type symbolizer struct {
 	mu   sync.Mutex
-	mods map[*procmaps.Module]*moduleSymbols
+	mods map[*modules.Module]*moduleSymbols
 }
 
 func (s *symbolizer) close() {
@@ -132,7 +132,7 @@ func (ms *moduleSymbols) saveCache() {
 	}
 }
 
-func (s *symbolizer) module(r *Resolver, m *procmaps.Module) *moduleSymbols {
+func (s *symbolizer) module(r *Resolver, m *modules.Module) *moduleSymbols {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms, ok := s.mods[m]; ok {
@@ -148,11 +148,11 @@ func (s *symbolizer) module(r *Resolver, m *procmaps.Module) *moduleSymbols {
 // loadModuleSymbols finds m's debug file (under the target's root first)
 // and builds its merged symbol table. Debug info that cannot be read
 // costs names, never the frame.
-func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
+func loadModuleSymbols(pid int, m *modules.Module) *moduleSymbols {
 	ms := &moduleSymbols{pcs: map[uint64][]debuginfo.Frame{}}
 	var extra []*elf.File
 	if m.Source != procmaps.SourceImage {
-		loc := debuginfo.Locator{Root: fmt.Sprintf("/proc/%d/root", pid)}
+		loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
 		if df, err := loc.Find(m.Path, m.File, m.BuildID); err == nil {
 			ms.debug = df
 			extra = append(extra, df.File)
@@ -179,7 +179,7 @@ func loadModuleSymbols(pid int, m *procmaps.Module) *moduleSymbols {
 // engine asks, the index and the unit are read in the background and
 // ready is false until they are, so a tick never waits for them; dump
 // waits.
-func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
+func (ms *moduleSymbols) sourceFrames(m *modules.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
 	ms.startLines(m, cacheDir)
 	if async {
 		select {
@@ -195,7 +195,7 @@ func (ms *moduleSymbols) sourceFrames(m *procmaps.Module, vaddr uint64, async bo
 
 // startLines starts loading m's line tables once; linesDone is closed when
 // they are ready (or known to be absent).
-func (ms *moduleSymbols) startLines(m *procmaps.Module, cacheDir string) {
+func (ms *moduleSymbols) startLines(m *modules.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
 		ms.linesDone = make(chan struct{})
 		gate := linesGate

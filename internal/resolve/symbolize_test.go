@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/ptrace"
 	"stacktop/unwind"
 )
@@ -53,10 +53,10 @@ func sleeper(t testing.TB) int {
 
 func targetOf(t *testing.T, pid int) *Resolver {
 	t.Helper()
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	syms := newSymbolizer()
 	t.Cleanup(func() { syms.close(); cache.Close() })
-	space, err := procmaps.LoadAddressSpace(pid, cache)
+	space, err := modules.LoadAddressSpace(pid, cache)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,11 +174,11 @@ func TestSymbolizeLibcDebug(t *testing.T) {
 // the first call decoded its unit.
 func BenchmarkSymbolizeCached(b *testing.B) {
 	pid := sleeper(b)
-	cache := procmaps.NewModuleCache()
+	cache := modules.NewModuleCache()
 	defer cache.Close()
 	syms := newSymbolizer()
 	defer syms.close()
-	space, err := procmaps.LoadAddressSpace(pid, cache)
+	space, err := modules.LoadAddressSpace(pid, cache)
 	if err != nil {
 		b.Fatal(err)
 	}

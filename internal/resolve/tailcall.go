@@ -5,7 +5,7 @@ import (
 	"sync"
 
 	"stacktop/debuginfo"
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 	"stacktop/profile"
 	"stacktop/unwind"
 )
@@ -33,7 +33,7 @@ import (
 // modules, its symbol names.
 type tailCalls struct {
 	mu   sync.Mutex
-	mods map[*procmaps.Module]*moduleCallSites
+	mods map[*modules.Module]*moduleCallSites
 }
 
 type moduleCallSites struct {
@@ -54,11 +54,11 @@ type moduleCallSites struct {
 // maxCachedChains bounds a module's chain cache; past it the cache restarts.
 const maxCachedChains = 1 << 14
 
-func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
+func (tc *tailCalls) module(m *modules.Module) *moduleCallSites {
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if tc.mods == nil {
-		tc.mods = map[*procmaps.Module]*moduleCallSites{}
+		tc.mods = map[*modules.Module]*moduleCallSites{}
 	}
 	mc, ok := tc.mods[m]
 	if !ok {
@@ -70,7 +70,7 @@ func (tc *tailCalls) module(m *procmaps.Module) *moduleCallSites {
 
 // callSites returns m's call sites, loading them on first use (in the
 // background when async: nil until ready).
-func (s *symbolizer) callSites(r *Resolver, m *procmaps.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
+func (s *symbolizer) callSites(r *Resolver, m *modules.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
 	mc := r.tails.module(m)
 	mc.once.Do(func() {
 		ms := s.module(r, m)
@@ -103,7 +103,7 @@ func (s *symbolizer) callSites(r *Resolver, m *procmaps.Module, opt SymbolOption
 // dynamic and static symbols, and its debug file's), 0 if none. The names
 // are read once, in the background when async: loaded is false until
 // they are.
-func (s *symbolizer) symbolValue(r *Resolver, m *procmaps.Module, name string, async bool) (v uint64, loaded bool) {
+func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, async bool) (v uint64, loaded bool) {
 	mc := r.tails.module(m)
 	mc.namesOnce.Do(func() {
 		var debug *elf.File

@@ -7,7 +7,7 @@ import (
 	"io"
 	"sync"
 
-	"stacktop/procmaps"
+	"stacktop/internal/modules"
 )
 
 // maxVDSOSize bounds the [vdso] mapping read: kernels map two to four
@@ -19,7 +19,7 @@ const maxVDSOSize = 1 << 20
 // once. Keyed by the image bytes (a few KiB), which is exact.
 var vdsoModules struct {
 	sync.Mutex
-	byImage map[string]*procmaps.Module
+	byImage map[string]*modules.Module
 }
 
 // attachVDSO reads the [vdso] image out of the target's memory and sets
@@ -29,7 +29,7 @@ var vdsoModules struct {
 // AddressSpace snapshot before building the unwinder's module index;
 // Refresh keeps the result for unchanged mappings. A process without a
 // vDSO is not an error.
-func attachVDSO(space *procmaps.AddressSpace, mem io.ReaderAt) error {
+func attachVDSO(space *modules.AddressSpace, mem io.ReaderAt) error {
 	for i := range space.Exec {
 		em := &space.Exec[i]
 		if !em.IsVDSO || em.Module != nil {
@@ -46,7 +46,7 @@ func attachVDSO(space *procmaps.AddressSpace, mem io.ReaderAt) error {
 }
 
 // readVDSO reads and parses the vDSO image mapped at [start, end).
-func readVDSO(mem io.ReaderAt, start, end uint64) (*procmaps.Module, uint64, error) {
+func readVDSO(mem io.ReaderAt, start, end uint64) (*modules.Module, uint64, error) {
 	if end <= start || end-start > maxVDSOSize {
 		return nil, 0, fmt.Errorf("vdso: mapping %#x-%#x is not a plausible vDSO", start, end)
 	}
@@ -62,12 +62,12 @@ func readVDSO(mem io.ReaderAt, start, end uint64) (*procmaps.Module, uint64, err
 	defer vdsoModules.Unlock()
 	mod, ok := vdsoModules.byImage[string(img)]
 	if !ok {
-		mod, err = procmaps.ModuleFromImage("[vdso]", img)
+		mod, err = modules.ModuleFromImage("[vdso]", img)
 		if err != nil {
 			return nil, 0, fmt.Errorf("vdso: %w", err)
 		}
 		if vdsoModules.byImage == nil {
-			vdsoModules.byImage = map[string]*procmaps.Module{}
+			vdsoModules.byImage = map[string]*modules.Module{}
 		}
 		vdsoModules.byImage[string(img)] = mod
 	}

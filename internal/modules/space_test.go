@@ -1,4 +1,4 @@
-package procmaps
+package modules
 
 import (
 	"bufio"
@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/buildid"
+	"stacktop/procmaps"
 	"stacktop/regs"
 )
 
@@ -128,8 +130,8 @@ func execOf(t *testing.T, as *AddressSpace, path string) *ExecMapping {
 
 // lowestMapping is the lowest mapping of path: for an object whose first
 // PT_LOAD has p_vaddr 0 and p_offset 0, its start is the load bias, a
-// figure independent of LoadBias's arithmetic.
-func lowestMapping(as *AddressSpace, path string) *Mapping {
+// figure independent of procmaps.LoadBias's arithmetic.
+func lowestMapping(as *AddressSpace, path string) *procmaps.Mapping {
 	for i := range as.Mappings {
 		if as.Mappings[i].Path == path {
 			return &as.Mappings[i]
@@ -217,7 +219,7 @@ func TestBuildIDMatchesReadelf(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	id, err := BuildID(f)
+	id, err := buildid.Read(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,55 +250,10 @@ func TestDeletedExecutable(t *testing.T) {
 		t.Errorf("mapping not marked deleted: %+v", em.Mapping)
 	}
 	checkMain(t, as, em)
-	if em.Module.Source != SourceMapFiles {
+	if em.Module.Source != procmaps.SourceMapFiles {
 		t.Errorf("opened via %v, want map_files", em.Module.Source)
 	}
-	// Without map_files there is nothing to open.
-	if _, _, err := openMapping(tg.pid, &em.Mapping, false); err == nil {
-		t.Error("deleted file opened without map_files")
-	}
-}
-
-func TestReplacedExecutableNotTrusted(t *testing.T) {
-	dir := t.TempDir()
-	exe := buildC(t, dir, "prog", "target.c", "-ldl")
-	other := buildC(t, dir, "other", "target.c", "-ldl", "-DUNUSED=1", "-O1")
-	tg := startTarget(t, exe)
-	// Replace the file the way a package upgrade does: rename over it.
-	if err := os.Rename(other, exe); err != nil {
-		t.Fatal(err)
-	}
-	ms, err := ReadMaps(tg.pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m *Mapping
-	for i := range ms {
-		if ms[i].Path == exe && ms[i].IsExec() {
-			m = &ms[i]
-		}
-	}
-	if m == nil {
-		t.Fatalf("no executable mapping of %s", exe)
-	}
-	f, src, err := openMapping(tg.pid, m, false)
-	var mm *MismatchError
-	if !errors.As(err, &mm) {
-		if f != nil {
-			f.Close()
-		}
-		t.Fatalf("replaced file opened via %v (err %v), want a *MismatchError", src, err)
-	}
-	if mm.WantIno != m.Inode || mm.GotIno == m.Inode {
-		t.Errorf("mismatch %+v for mapping inode %d", mm, m.Inode)
-	}
-	if os.Geteuid() == 0 {
-		f, src, err := OpenMapping(tg.pid, m)
-		if err != nil || src != SourceMapFiles {
-			t.Fatalf("OpenMapping as root: %v via %v", err, src)
-		}
-		f.Close()
-	}
+	// Without map_files there is nothing to open: procmaps' TestOpenDeleted.
 }
 
 func TestDlopenAndRefresh(t *testing.T) {
@@ -538,7 +495,7 @@ func TestSleepProcess(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var modules, vdso int
-	var stack *Mapping
+	var stack *procmaps.Mapping
 	for _, e := range as.Exec {
 		if e.IsVDSO {
 			vdso++
@@ -559,27 +516,27 @@ func TestSleepProcess(t *testing.T) {
 		}
 	}
 	for i := range as.Mappings {
-		if as.Mappings[i].Kind == KindStack {
+		if as.Mappings[i].Kind == procmaps.KindStack {
 			stack = &as.Mappings[i]
 		}
 	}
 	if modules < 3 || vdso != 1 || stack == nil { // sleep, libc, ld.so
 		t.Errorf("%d file modules, %d vDSO, stack %v in\n%v", modules, vdso, stack, as.Mappings)
 	}
-	if m, ok := as.MappingAt(stack.End - 8); !ok || m.Kind != KindStack {
+	if m, ok := as.MappingAt(stack.End - 8); !ok || m.Kind != procmaps.KindStack {
 		t.Errorf("MappingAt(top of stack) = %+v", m)
 	}
 }
 
 // TestVDSOImage reads our own vDSO out of memory and builds a Module from it.
 func TestVDSOImage(t *testing.T) {
-	ms, err := ReadMaps(os.Getpid())
+	ms, err := procmaps.ReadMaps(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v *Mapping
+	var v *procmaps.Mapping
 	for i := range ms {
-		if ms[i].Kind == KindVDSO {
+		if ms[i].Kind == procmaps.KindVDSO {
 			v = &ms[i]
 		}
 	}
@@ -600,7 +557,7 @@ func TestVDSOImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mod.Close()
-	if mod.Arch != hostArch() || mod.Type != elf.ET_DYN || mod.Source != SourceImage || mod.Path != "[vdso]" {
+	if mod.Arch != hostArch() || mod.Type != elf.ET_DYN || mod.Source != procmaps.SourceImage || mod.Path != "[vdso]" {
 		t.Errorf("vDSO module %+v", mod)
 	}
 	syms, err := mod.File.DynamicSymbols()
@@ -608,7 +565,7 @@ func TestVDSOImage(t *testing.T) {
 		t.Fatalf("vDSO dynamic symbols: %d, %v", len(syms), err)
 	}
 	// The bias of an image mapped from offset 0 is computed like a file's.
-	bias, err := LoadBias(mod.File, v, uint64(os.Getpagesize()))
+	bias, err := procmaps.LoadBias(mod.File, v, uint64(os.Getpagesize()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,17 +1,19 @@
-package procmaps
+package modules
 
 import (
 	"bytes"
 	"fmt"
 	"os"
 	"sort"
+
+	"stacktop/procmaps"
 )
 
 // ExecMapping is one executable mapping of a process, with the object it
 // runs and the bias that turns the object's ELF addresses into runtime ones
 // (runtime = ELF vaddr + Bias).
 type ExecMapping struct {
-	Mapping
+	procmaps.Mapping
 	// Module is nil for anonymous executable memory (JIT code), for the
 	// vDSO (see IsVDSO) and when the file could not be opened or parsed
 	// (then Err says why).
@@ -29,8 +31,8 @@ type Range struct{ Start, End uint64 }
 // goroutines may call Find and MappingAt; Refresh returns a new snapshot.
 type AddressSpace struct {
 	PID      int
-	Mappings []Mapping     // every mapping, ascending
-	Exec     []ExecMapping // the executable ones, ascending
+	Mappings []procmaps.Mapping // every mapping, ascending
+	Exec     []ExecMapping      // the executable ones, ascending
 
 	cache *ModuleCache
 	raw   []byte // the maps text this snapshot was built from
@@ -41,7 +43,7 @@ type AddressSpace struct {
 // parsed is kept with a nil Module and its Err set; only failing to read or
 // parse the maps file itself is an error.
 func LoadAddressSpace(pid int, cache *ModuleCache) (*AddressSpace, error) {
-	raw, err := readMapsBytes(pid)
+	raw, err := procmaps.ReadMapsText(pid)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +51,13 @@ func LoadAddressSpace(pid int, cache *ModuleCache) (*AddressSpace, error) {
 }
 
 func build(pid int, cache *ModuleCache, raw []byte, prev *AddressSpace) (*AddressSpace, error) {
-	ms, err := ParseMaps(bytes.NewReader(raw))
+	ms, err := procmaps.ParseMaps(bytes.NewReader(raw))
 	if err != nil {
 		return nil, fmt.Errorf("pid %d: %w", pid, err)
 	}
-	var reuse map[Mapping]*ExecMapping
+	var reuse map[procmaps.Mapping]*ExecMapping
 	if prev != nil {
-		reuse = make(map[Mapping]*ExecMapping, len(prev.Exec))
+		reuse = make(map[procmaps.Mapping]*ExecMapping, len(prev.Exec))
 		for i := range prev.Exec {
 			reuse[prev.Exec[i].Mapping] = &prev.Exec[i]
 		}
@@ -73,7 +75,7 @@ func build(pid int, cache *ModuleCache, raw []byte, prev *AddressSpace) (*Addres
 		}
 		em := ExecMapping{Mapping: *m}
 		switch {
-		case m.Kind == KindVDSO:
+		case m.Kind == procmaps.KindVDSO:
 			// The vDSO has no file; its image lives in the process's
 			// memory. Reading it (ModuleFromImage) is left to a stage that
 			// can read memory.
@@ -81,9 +83,9 @@ func build(pid int, cache *ModuleCache, raw []byte, prev *AddressSpace) (*Addres
 		case m.IsFile():
 			em.Module, em.Err = cache.ForMapping(pid, m)
 			if em.Err == nil {
-				em.Bias, em.Err = LoadBias(em.Module.File, m, pageSize)
+				em.Bias, em.Err = procmaps.LoadBias(em.Module.File, m, pageSize)
 				if em.Err != nil {
-					em.Err = fmt.Errorf("procmaps: %s: %w", m.Path, em.Err)
+					em.Err = fmt.Errorf("modules: %s: %w", m.Path, em.Err)
 					em.Module = nil
 				}
 			}
@@ -97,7 +99,7 @@ func build(pid int, cache *ModuleCache, raw []byte, prev *AddressSpace) (*Addres
 // otherwise a new snapshot that reuses the modules and biases of mappings
 // that did not change (a dlopen opens only the new library).
 func (as *AddressSpace) Refresh() (*AddressSpace, error) {
-	raw, err := readMapsBytes(as.PID)
+	raw, err := procmaps.ReadMapsText(as.PID)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +120,7 @@ func (as *AddressSpace) Find(addr uint64) (*ExecMapping, bool) {
 
 // MappingAt returns the mapping, executable or not, holding addr: for
 // example the thread stack that holds an SP.
-func (as *AddressSpace) MappingAt(addr uint64) (*Mapping, bool) {
+func (as *AddressSpace) MappingAt(addr uint64) (*procmaps.Mapping, bool) {
 	i := sort.Search(len(as.Mappings), func(i int) bool { return as.Mappings[i].End > addr })
 	if i < len(as.Mappings) && as.Mappings[i].Start <= addr {
 		return &as.Mappings[i], true

@@ -1,4 +1,4 @@
-package procmaps
+package modules
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"stacktop/internal/buildid"
+	"stacktop/procmaps"
 	"stacktop/regs"
 	"stacktop/sframe"
 )
@@ -32,8 +34,8 @@ type Module struct {
 	// unwinder falls back to frame pointers for this module.
 	SFrame    *sframe.Section
 	SFrameErr error
-	Source    Source  // how the file was opened
-	Key       FileKey // zero for in-memory images
+	Source    procmaps.Source // how the file was opened
+	Key       FileKey         // zero for in-memory images
 
 	closer io.Closer
 }
@@ -67,11 +69,11 @@ func (m *Module) Close() error {
 func newModule(r io.ReaderAt, path string) (*Module, error) {
 	f, err := elf.NewFile(r)
 	if err != nil {
-		return nil, fmt.Errorf("procmaps: %s: %w", path, err)
+		return nil, fmt.Errorf("modules: %s: %w", path, err)
 	}
-	m := &Module{Path: path, Arch: ArchOf(f), Type: f.Type, File: f}
+	m := &Module{Path: path, Arch: procmaps.ArchOf(f), Type: f.Type, File: f}
 	// A build ID we cannot read only costs sharing across inodes.
-	m.BuildID, _ = BuildID(f)
+	m.BuildID, _ = buildid.Read(f)
 	m.SFrame, m.SFrameErr = loadSFrame(f)
 	return m, nil
 }
@@ -82,7 +84,7 @@ func newModule(r io.ReaderAt, path string) (*Module, error) {
 func loadSFrame(f *elf.File) (sec *sframe.Section, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			sec, err = nil, fmt.Errorf("procmaps: sframe decoder panicked: %v", r)
+			sec, err = nil, fmt.Errorf("modules: sframe decoder panicked: %v", r)
 		}
 	}()
 	sec, err = sframe.FromELF(f)
@@ -102,12 +104,12 @@ func ModuleFromImage(name string, image []byte) (*Module, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.Source = SourceImage
+	m.Source = procmaps.SourceImage
 	return m, nil
 }
 
 // ErrCacheClosed is returned by a ModuleCache after Close.
-var ErrCacheClosed = errors.New("procmaps: module cache closed")
+var ErrCacheClosed = errors.New("modules: module cache closed")
 
 // ModuleCache opens each ELF object once and shares the Module between all
 // processes, threads and samples that map it. It is keyed by build ID, else
@@ -142,16 +144,16 @@ func (c *ModuleCache) Modules() []*Module {
 }
 
 // ForMapping returns the Module for the file behind mapping m of process
-// pid, opening it (see OpenMapping) the first time it is seen.
-func (c *ModuleCache) ForMapping(pid int, m *Mapping) (*Module, error) {
-	f, src, err := OpenMapping(pid, m)
+// pid, opening it (see procmaps.OpenMapping) the first time it is seen.
+func (c *ModuleCache) ForMapping(pid int, m *procmaps.Mapping) (*Module, error) {
+	f, src, err := procmaps.OpenMapping(pid, m)
 	if err != nil {
 		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("procmaps: fstat %s: %w", m.Path, err)
+		return nil, fmt.Errorf("modules: fstat %s: %w", m.Path, err)
 	}
 	key := FileKey{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNS: st.Mtim.Nano()}
 

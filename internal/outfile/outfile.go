@@ -1,4 +1,13 @@
-package main
+// Package outfile writes a file the way a shell redirection would, but
+// never leaves a truncated one: a regular file (or a new path) is replaced
+// atomically once its contents are complete, anything else (a device, a
+// FIFO, a Unix socket, stdout) is written in place. See File for the rules.
+//
+// Lifecycle: Create checks the destination before any work starts (so an
+// unwritable path fails at once), Commit writes it once, Abandon (deferred)
+// removes what a Commit that never ran left behind. RemoveTemps is for exits
+// that skip deferred calls (os.Exit on a second signal).
+package outfile
 
 import (
 	"bufio"
@@ -11,13 +20,14 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
+
+	"stacktop/procmaps"
 
 	"golang.org/x/sys/unix"
 )
 
-// outputFile is where record writes its profile (-o).
+// File is an output file (record's -o).
 //
 // A regular file, or a path that does not exist yet, is replaced
 // atomically: the profile is written to an unnamed temporary file in the
@@ -39,9 +49,9 @@ import (
 //
 // The destination is checked before sampling starts, so an unwritable
 // path fails at once.
-type outputFile struct {
+type File struct {
 	path string // as given
-	kind outputKind
+	kind outKind
 
 	// Replace: the temporary file and where it goes.
 	dest    string   // path with symlinks resolved
@@ -50,43 +60,46 @@ type outputFile struct {
 	done    bool
 }
 
-type outputKind int
+type outKind int
 
 const (
-	outputStdout  outputKind = iota
-	outputReplace            // regular file or new path: atomic replace
-	outputInPlace            // device or FIFO: open and write
-	outputSocket             // Unix socket: connect and write
+	toStdout  outKind = iota
+	toReplace         // regular file or new path: atomic replace
+	toInPlace         // device or FIFO: open and write
+	toSocket          // Unix socket: connect and write
 )
 
-func createOutput(path string) (*outputFile, error) {
+// Create checks path and prepares to write it: "-" is stdout; a
+// directory, an unwritable path or a missing parent directory is an error
+// now, before any sampling.
+func Create(path string) (*File, error) {
 	if path == "-" {
-		return &outputFile{path: path, kind: outputStdout}, nil
+		return &File{path: path, kind: toStdout}, nil
 	}
-	o := &outputFile{path: path}
+	o := &File{path: path}
 	fi, err := os.Stat(path) // follows symlinks
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// A new path, or a dangling symlink: create what it names.
-		o.kind, o.dest = outputReplace, path
+		o.kind, o.dest = toReplace, path
 		if target, lerr := resolveDangling(path); lerr == nil {
 			o.dest = target
 		}
 	case err != nil:
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	case fi.Mode().IsRegular():
-		o.kind = outputReplace
+		o.kind = toReplace
 		if o.dest, err = filepath.EvalSymlinks(path); err != nil {
 			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
 	case fi.IsDir():
 		return nil, fmt.Errorf("output %s: is a directory; give a file name", path)
 	case fi.Mode()&fs.ModeSocket != 0:
-		o.kind = outputSocket
+		o.kind = toSocket
 	default: // device, FIFO
-		o.kind = outputInPlace
+		o.kind = toInPlace
 	}
-	if o.kind != outputReplace {
+	if o.kind != toReplace {
 		if err := unix.Access(path, unix.W_OK); err != nil {
 			return nil, fmt.Errorf("output %s: %w", path, err)
 		}
@@ -121,7 +134,7 @@ func resolveDangling(path string) (string, error) {
 // createTemp opens the temporary file in dest's directory: unnamed where
 // the filesystem allows, named otherwise. keepMode says mode is an
 // existing file's, set exactly (not subject to the umask).
-func (o *outputFile) createTemp(mode fs.FileMode, keepMode bool) error {
+func (o *File) createTemp(mode fs.FileMode, keepMode bool) error {
 	dir := filepath.Dir(o.dest)
 	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode.Perm()))
 	if err == nil {
@@ -140,7 +153,7 @@ func (o *outputFile) createTemp(mode fs.FileMode, keepMode bool) error {
 	}
 	if keepMode {
 		if err := o.tmp.Chmod(mode); err != nil {
-			o.abandon()
+			o.Abandon()
 			return err
 		}
 	}
@@ -160,19 +173,20 @@ func createNamedTemp(dest string, perm uint32) (*os.File, string, error) {
 	return nil, "", fmt.Errorf("no unused temporary name next to %s", dest)
 }
 
-func (o *outputFile) commit(write func(io.Writer) error) error {
+// Commit writes the file with write, once, and puts it in place.
+func (o *File) Commit(write func(io.Writer) error) error {
 	if o.done {
 		return fmt.Errorf("writing %s: already written", o.path)
 	}
 	var err error
 	switch o.kind {
-	case outputStdout:
+	case toStdout:
 		bw := bufio.NewWriter(os.Stdout)
 		if err := write(bw); err != nil {
 			return err
 		}
 		return bw.Flush()
-	case outputInPlace:
+	case toInPlace:
 		// No O_TRUNC: truncating a device is meaningless and a FIFO
 		// cannot be truncated; O_WRONLY blocks on a FIFO until a reader
 		// opens it, as a shell redirection does.
@@ -180,12 +194,12 @@ func (o *outputFile) commit(write func(io.Writer) error) error {
 		if f, err = os.OpenFile(o.path, os.O_WRONLY, 0); err == nil {
 			err = writeAndClose(f, write)
 		}
-	case outputSocket:
+	case toSocket:
 		var c net.Conn
 		if c, err = net.Dial("unix", o.path); err == nil {
 			err = writeAndClose(c, write)
 		}
-	case outputReplace:
+	case toReplace:
 		err = o.replace(write)
 	}
 	o.done = true
@@ -204,7 +218,7 @@ func (o *outputFile) commit(write func(io.Writer) error) error {
 // unnamed file is linked straight to dest when dest does not exist;
 // otherwise it gets a temporary name first, which is renamed over dest
 // (rename is the atomic replace; linkat never overwrites).
-func (o *outputFile) replace(write func(io.Writer) error) error {
+func (o *File) replace(write func(io.Writer) error) error {
 	f := o.tmp
 	o.tmp = nil
 	if o.tmpName != "" {
@@ -250,7 +264,7 @@ func (o *outputFile) replace(write func(io.Writer) error) error {
 // /proc/self/fd needs no privilege; AT_EMPTY_PATH (without /proc) needs
 // CAP_DAC_READ_SEARCH.
 func linkFD(f *os.File, path string) error {
-	err := unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
+	err := unix.Linkat(unix.AT_FDCWD, procmaps.FDPath(int(f.Fd())), unix.AT_FDCWD, path, unix.AT_SYMLINK_FOLLOW)
 	if errors.Is(err, unix.ENOENT) {
 		err = unix.Linkat(int(f.Fd()), "", unix.AT_FDCWD, path, unix.AT_EMPTY_PATH)
 	}
@@ -277,7 +291,7 @@ func writeAndClose(w io.WriteCloser, write func(io.Writer) error) error {
 }
 
 // abandon removes the temporary file if commit did not run.
-func (o *outputFile) abandon() {
+func (o *File) Abandon() {
 	if o.tmp != nil {
 		o.tmp.Close()
 		o.tmp = nil
@@ -285,7 +299,7 @@ func (o *outputFile) abandon() {
 	o.removeTemp()
 }
 
-func (o *outputFile) removeTemp() {
+func (o *File) removeTemp() {
 	if o.tmpName != "" {
 		os.Remove(o.tmpName)
 		untrackTemp(o.tmpName)
@@ -293,7 +307,7 @@ func (o *outputFile) removeTemp() {
 	}
 }
 
-// Named temporary files alive now, removed by removeTemps on exits that
+// Named temporary files alive now, removed by RemoveTemps on exits that
 // skip deferred calls (os.Exit on a second signal, see withTracer).
 var temps struct {
 	sync.Mutex
@@ -315,8 +329,8 @@ func untrackTemp(name string) {
 	delete(temps.names, name)
 }
 
-// removeTemps removes every named temporary file still alive.
-func removeTemps() {
+// RemoveTemps removes every named temporary file still alive.
+func RemoveTemps() {
 	temps.Lock()
 	defer temps.Unlock()
 	for name := range temps.names {

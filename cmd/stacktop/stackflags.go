@@ -1,0 +1,69 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"regexp"
+
+	"stacktop/internal/idlist"
+	"stacktop/internal/ptracesampler"
+	"stacktop/internal/resolve"
+	"stacktop/unwind"
+)
+
+// stackFlags are the flags dump, record and top share: which threads, how
+// much stack, which unwinders, how much DWARF. One definition each, so the
+// three subcommands spell and check them alike.
+type stackFlags struct {
+	tids        idlist.TIDs
+	threadName  string
+	stackWindow int
+	unwinders   unwinderFlags
+	noInline    bool
+	noLines     bool
+
+	threadRE *regexp.Regexp  // compiled from threadName by check; nil: all
+	methods  []unwind.Method // parsed from unwinders by check
+}
+
+// register defines the flags on fs; verb says what the subcommand does to
+// a thread ("dump", "record", "watch").
+func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
+	fs.Var(&f.tids, "tid", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
+	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
+	f.stackWindow = ptracesampler.DefaultStackWindow
+	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
+	f.unwinders.register(fs)
+	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
+	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")
+}
+
+// check validates the flags and derives threadRE and methods.
+func (f *stackFlags) check() error {
+	if f.threadName != "" {
+		re, err := regexp.Compile(f.threadName)
+		if err != nil {
+			return fmt.Errorf("--thread-name: %v", err)
+		}
+		f.threadRE = re
+	}
+	if err := checkSize("stack-window", f.stackWindow, maxStackWindow()); err != nil {
+		return err
+	}
+	var err error
+	f.methods, err = f.unwinders.methods()
+	return err
+}
+
+// resolveOptions are the resolver options the flags ask for; symbols may
+// carry the subcommand's own settings (AsyncLines, CacheDir).
+func (f *stackFlags) resolveOptions(symbols resolve.SymbolOptions) resolve.Options {
+	symbols.NoInline, symbols.NoLines = f.noInline, f.noLines
+	return resolve.Options{Symbols: symbols, NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
+}
+
+// exitCodesUsage ends a subcommand's usage with the page of docs/ that
+// lists its exit codes (64 is always a usage error).
+func exitCodesUsage(fs *flag.FlagSet, doc string) {
+	fmt.Fprintf(fs.Output(), "\nExit codes: see docs/%s (64: usage error).\n", doc)
+}

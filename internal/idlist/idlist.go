@@ -1,0 +1,83 @@
+// Package idlist parses the process and thread lists of stacktop's command
+// line: -p PID[,PID...] and --tid TID[,TID...], the same syntax on every
+// subcommand. A list is comma-separated (spaces around an ID are allowed),
+// the flag may repeat, and an ID given twice is an error, as is one that no
+// Linux system can have (outside [1, MaxID]).
+package idlist
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MaxID is the kernel's PID_MAX_LIMIT on 64-bit systems: no PID or TID is
+// larger.
+const MaxID = 1 << 22
+
+// PIDs is a flag.Value for -p.
+type PIDs []int
+
+func (l *PIDs) String() string { return format(*l) }
+
+func (l *PIDs) Set(s string) error { return add((*[]int)(l), s, "process") }
+
+// TIDs is a flag.Value for --tid.
+type TIDs []int
+
+func (l *TIDs) String() string { return format(*l) }
+
+func (l *TIDs) Set(s string) error { return add((*[]int)(l), s, "thread") }
+
+// Parse parses one comma-separated list of thread IDs ("" is none).
+func Parse(s string) ([]int, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var l []int
+	err := add(&l, s, "thread")
+	return l, err
+}
+
+func add(l *[]int, s, what string) error {
+	for _, f := range strings.Split(s, ",") {
+		id, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || id <= 0 || id > MaxID {
+			return fmt.Errorf("bad %s id %q (give IDs in [1, %d], separated by commas)", what, f, MaxID)
+		}
+		if slices.Contains(*l, id) {
+			return fmt.Errorf("%s %d given twice", what, id)
+		}
+		*l = append(*l, id)
+	}
+	return nil
+}
+
+func format(l []int) string {
+	parts := make([]string, len(l))
+	for i, id := range l {
+		parts[i] = strconv.Itoa(id)
+	}
+	return strings.Join(parts, ",")
+}
+
+// CheckThreads requires every TID of tids to be one of threads, the
+// threads of process pid: sampling nothing at all and writing an empty
+// profile would hide the mistake.
+func CheckThreads(pid int, tids, threads []int) error {
+	var bad []string
+	for _, tid := range tids {
+		if !slices.Contains(threads, tid) {
+			bad = append(bad, strconv.Itoa(tid))
+		}
+	}
+	switch len(bad) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("--tid %s is not a thread of process %d (its threads are in /proc/%d/task)", bad[0], pid, pid)
+	default:
+		return fmt.Errorf("--tid %s are not threads of process %d (its threads are in /proc/%d/task)", strings.Join(bad, ","), pid, pid)
+	}
+}

@@ -1,0 +1,98 @@
+package spawn
+
+import (
+	"errors"
+	"os"
+	"testing"
+
+	"stacktop/procmaps"
+)
+
+// TestMain lets the test binary be its own helper, as stacktop is.
+func TestMain(m *testing.M) {
+	RunHelper()
+	os.Exit(m.Run())
+}
+
+func devNull(t *testing.T) [3]*os.File {
+	t.Helper()
+	f, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return [3]*os.File{f, f, f}
+}
+
+// TestStartReleaseWait: the command waits for Release before it execs
+// (its PID is the shell that will exec it), and Wait reports its status
+// as a shell does.
+func TestStartReleaseWait(t *testing.T) {
+	c, err := Start([]string{"sh", "-c", "exit 7"}, devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Abandon()
+	if c.PID() <= 0 {
+		t.Fatalf("PID %d", c.PID())
+	}
+	// Not released: still the helper's shell, blocked in read.
+	if args := procmaps.Args(c.PID()); len(args) < 2 || args[0] != "/bin/sh" {
+		t.Errorf("before Release the process runs %q, want the waiting /bin/sh", args)
+	}
+	if err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	status, err := c.Wait()
+	if err != nil || status != 7 {
+		t.Errorf("Wait = %d, %v; want 7", status, err)
+	}
+	killed, err := Start([]string{"sh", "-c", "kill -TERM $$"}, devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	killed.Release()
+	if status, err := killed.Wait(); err != nil || status != 128+15 {
+		t.Errorf("killed by SIGTERM: Wait = %d, %v; want 143", status, err)
+	}
+}
+
+// TestAbandon: a command abandoned before Release never runs.
+func TestAbandon(t *testing.T) {
+	mark := t.TempDir() + "/ran"
+	c, err := Start([]string{"touch", mark}, devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Abandon()
+	if _, err := os.Stat(mark); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the abandoned command ran (stat %s: %v)", mark, err)
+	}
+}
+
+// TestStartErrors: a command that cannot run is a *StartError with the
+// shell's code, found before anything starts.
+func TestStartErrors(t *testing.T) {
+	dir := t.TempDir()
+	notExec := dir + "/plain"
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		code int
+	}{
+		{dir + "/missing", ExitNotFound},
+		{"stacktop-no-such-command-in-path", ExitNotFound},
+		{notExec, ExitNotExecutable},
+	} {
+		_, err := Start([]string{tt.name}, devNull(t))
+		var se *StartError
+		if !errors.As(err, &se) || se.Code != tt.code || FailureCode(err, 99) != tt.code {
+			t.Errorf("Start(%s): %v, want a *StartError with code %d", tt.name, err, tt.code)
+		}
+	}
+	if FailureCode(errors.New("attach refused"), 99) != 99 {
+		t.Error("FailureCode of another error is not the fallback")
+	}
+}
