@@ -170,8 +170,10 @@ func (r *Resolver) Resolve(s *backend.Sample) Stack {
 // debug info does not hold up the sampling. The frames alias the
 // Resolver's buffer: valid until the next walk.
 func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
-	if _, ok := r.space.Find(s.Regs.PC); !ok {
-		// New code since the maps were read (dlopen, exec): reload once.
+	if _, ok := r.space.Find(s.Regs.PC); !ok || s.MapsChanged {
+		// New code since the maps were read (dlopen, exec), found here
+		// or announced by the back end (perf's mapping records): read
+		// the maps again (an unchanged file keeps the snapshot).
 		r.refresh()
 	}
 	r.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: r.mem}
