@@ -76,6 +76,7 @@ func Status(st engine.Stats, prof *profile.Profile) tui.Status {
 		Rate:    st.Rate,
 		Pause:   tui.PauseStats{Median: st.Pause.Median, P99: st.Pause.P99, Max: st.Pause.Max},
 		Threads: st.Threads,
+		Lost:    st.Lost,
 		Exited:  st.Exited,
 		Err:     st.LastErr,
 	}

@@ -22,6 +22,7 @@ type Status struct {
 	Rate    float64          // achieved sampling rate, Hz
 	Pause   PauseStats       // how long each thread was stopped per sample
 	Threads int              // threads currently attached
+	Lost    int64            // samples the kernel dropped (perf back end: ring full)
 	Exited  bool             // the target is gone; Profile is final
 	ExitMsg string           // why, e.g. "exit status 0" or "killed by SIGKILL"
 	Err     error            // last sampler error worth showing, if any
@@ -49,6 +50,10 @@ type Options struct {
 	// RateAsked is the sampling rate the user asked for, shown next to
 	// the achieved one; 0 shows the achieved rate alone.
 	RateAsked float64
+	// NoStops tells a back end that does not stop threads (perf): the
+	// header shows the asked rate per second of a thread's CPU time and
+	// no pause figures.
+	NoStops bool
 	// SortByTotal starts the functions view sorted by total instead of
 	// self (t and s switch).
 	SortByTotal bool

@@ -156,7 +156,10 @@ func (m *model) header() []string {
 		l1 = append(l1, "waiting for samples…")
 	} else {
 		rate := fmt.Sprintf("%.1f Hz", s.Rate)
-		if m.opt.RateAsked > 0 {
+		switch {
+		case m.opt.NoStops:
+			rate = fmt.Sprintf("perf %g Hz of CPU", m.opt.RateAsked)
+		case m.opt.RateAsked > 0:
 			rate = fmt.Sprintf("%.1f of %g Hz", s.Rate, m.opt.RateAsked)
 		}
 		mode := "on-CPU"
@@ -173,8 +176,15 @@ func (m *model) header() []string {
 		if p.Missed > 0 {
 			l1 = append(l1, countPart(st, "missed", p.Missed, p.Samples+p.Missed))
 		}
-		l2 = append(l2, fmt.Sprintf("pause/sample med %s p99 %s max %s",
-			fmtDur(s.Pause.Median), fmtDur(s.Pause.P99), fmtDur(s.Pause.Max)))
+		if s.Lost > 0 {
+			l1 = append(l1, countPart(st, "lost", s.Lost, p.Samples+s.Lost))
+		}
+		if m.opt.NoStops {
+			l2 = append(l2, "no thread stopped")
+		} else {
+			l2 = append(l2, fmt.Sprintf("pause/sample med %s p99 %s max %s",
+				fmtDur(s.Pause.Median), fmtDur(s.Pause.P99), fmtDur(s.Pause.Max)))
+		}
 	}
 	l2 = append(l2, st.bold.Render(m.windowLabel()))
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +18,8 @@ import (
 	"stacktop/fleet"
 	"stacktop/internal/engine"
 	"stacktop/internal/outfile"
+	"stacktop/internal/perfevent"
+	"stacktop/internal/session"
 	"stacktop/internal/spawn"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
@@ -29,6 +32,7 @@ const (
 	exitRecordWrite   = 1                // sampling worked but the file could not be written
 	exitRecordNothing = 2                // nothing recorded: no such process, attach refused, ...
 	exitRecordCmdFail = spawn.ExitFailed // -- CMD: stacktop itself failed (CMD's own codes stay 126/127)
+	exitRecordRefused = 3                // --backend perf: the kernel refused the sampling event
 )
 
 func init() {
@@ -124,6 +128,9 @@ func runRecord(args []string) int {
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			if refused := (*perfevent.RefusedError)(nil); errors.As(err, &refused) && len(cmdArgs) == 0 {
+				return exitRecordRefused
+			}
 			return spawn.FailureCode(err, fail)
 		}
 		defer sess.Close()
@@ -215,7 +222,7 @@ func runRecord(args []string) int {
 			}
 		}
 		if !f.quiet {
-			writeSummary(os.Stderr, st, f.rate, output, format, werr == nil, exitMsg)
+			writeSummary(os.Stderr, st, backendInfo{sess.Backend, sess.Fallback}, f.rate, output, format, werr == nil, exitMsg)
 			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.UnwinderNames(), ","))
 		}
 		if up != nil {
@@ -284,8 +291,15 @@ func showProgress(w io.Writer, eng *engine.Engine) (stop func()) {
 	return func() { close(done); wg.Wait() }
 }
 
+// backendInfo says which back end a recording ran on (--backend auto
+// resolved) and, if auto fell back to ptrace, why.
+type backendInfo struct {
+	backend  session.Backend
+	fallback string
+}
+
 // writeSummary prints what the recording got and what it cost the target.
-func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, format export.Format, written bool, exitMsg string) {
+func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, output string, format export.Format, written bool, exitMsg string) {
 	where := output
 	if output == "-" {
 		where = "stdout"
@@ -297,8 +311,16 @@ func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, for
 	if output == "" {
 		verdict = "no file"
 	}
-	fmt.Fprintf(w, "stacktop: %d samples in %.2fs (%.1f Hz achieved, %.0f Hz asked), %s (%v)\n",
-		st.Samples, st.Elapsed.Seconds(), st.Rate, rate, verdict, format)
+	if be.backend == session.Perf {
+		fmt.Fprintf(w, "stacktop: %d samples in %.2fs (perf back end: %.0f per second of a thread's CPU time asked), %s (%v)\n",
+			st.Samples, st.Elapsed.Seconds(), rate, verdict, format)
+	} else {
+		fmt.Fprintf(w, "stacktop: %d samples in %.2fs (%.1f Hz achieved, %.0f Hz asked), %s (%v)\n",
+			st.Samples, st.Elapsed.Seconds(), st.Rate, rate, verdict, format)
+	}
+	if be.fallback != "" {
+		fmt.Fprintf(w, "  back end: ptrace (--backend auto: %s)\n", be.fallback)
+	}
 	if st.Exited {
 		msg := "the process exited"
 		if exitMsg != "" {
@@ -312,10 +334,18 @@ func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, for
 		fmt.Fprintf(w, "  on-CPU profile: samples weighted by their thread's CPU time, %d periods of %v = %v of CPU\n",
 			st.Weight, round(st.Period), round(time.Duration(st.Weight)*st.Period))
 	}
-	fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
-		st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
-	if why := shortfall(st, rate); why != "" {
-		fmt.Fprintf(w, "  rate short of the asked %.0f Hz: %s\n", rate, why)
+	if be.backend == session.Perf {
+		fmt.Fprintf(w, "  thread samples: %d taken by the kernel at its timer tick (no thread stopped), %d lost (ring buffer full), %d failed\n",
+			st.Samples, st.Lost, st.Failed)
+	} else {
+		fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
+			st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
+		if st.Lost > 0 {
+			fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)
+		}
+		if why := shortfall(st, rate); why != "" {
+			fmt.Fprintf(w, "  rate short of the asked %.0f Hz: %s\n", rate, why)
+		}
 	}
 	trunc := 0.0
 	if st.Samples > 0 {
@@ -336,9 +366,10 @@ func writeSummary(w io.Writer, st engine.Stats, rate float64, output string, for
 	if len(parts) > 0 {
 		fmt.Fprintf(w, "  frames by unwind method: %s\n", strings.Join(parts, ", "))
 	}
-	p, pt := st.Pause, st.PauseTotal
-	fmt.Fprintf(w, "  pause per thread sample (stop to resume): median %v, p99 %v, max %v; from interrupt: median %v, p99 %v, max %v\n",
-		round(p.Median), round(p.P99), round(p.Max), round(pt.Median), round(pt.P99), round(pt.Max))
+	if p, pt := st.Pause, st.PauseTotal; be.backend != session.Perf {
+		fmt.Fprintf(w, "  pause per thread sample (stop to resume): median %v, p99 %v, max %v; from interrupt: median %v, p99 %v, max %v\n",
+			round(p.Median), round(p.P99), round(p.Max), round(pt.Median), round(pt.P99), round(pt.Max))
+	}
 	if st.LastErr != nil {
 		fmt.Fprintf(w, "  last error: %v\n", st.LastErr)
 	}

@@ -30,11 +30,7 @@ func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
 	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
 	fs.Float64Var(&f.rate, "rate", ptracesampler.DefaultRate, "samples per second (jittered; with --backend perf, per second of a thread's CPU time)")
 	f.backend = session.Ptrace
-	fs.Func("backend", "how samples are taken: ptrace (stop each thread briefly), perf (the kernel copies the stack at a timer tick; on-CPU only), or auto (perf where allowed, else ptrace)", func(v string) error {
-		b, err := session.ParseBackend(v)
-		f.backend = b
-		return err
-	})
+	fs.Var(backendValue{&f.backend}, "backend", "how samples are taken: ptrace (stop each thread briefly), perf (the kernel copies the stack at a timer tick; on-CPU only), or auto (perf where allowed, else ptrace)")
 	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
 }
 
@@ -96,4 +92,22 @@ func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() erro
 		return nil, reportUsage(fs, err), false
 	}
 	return cmdArgs, 0, true
+}
+
+// backendValue is the --backend flag.
+type backendValue struct{ b *session.Backend }
+
+func (v backendValue) String() string {
+	if v.b == nil {
+		return ""
+	}
+	return string(*v.b)
+}
+
+func (v backendValue) Set(s string) error {
+	b, err := session.ParseBackend(s)
+	if err == nil {
+		*v.b = b
+	}
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"stacktop/internal/perfevent"
+	"stacktop/internal/session"
 	"stacktop/internal/spawn"
 	"stacktop/live"
 	"stacktop/procmaps"
@@ -20,6 +22,7 @@ const (
 	exitTopOK      = 0 // the user quit (or the target exited and the user quit)
 	exitTopNothing = 2 // nothing to show: no such process, attach refused, the command did not start
 	exitTopUI      = 3 // the terminal UI failed (no terminal, a panic in the UI)
+	exitTopRefused = 4 // --backend perf: the kernel refused the sampling event
 )
 
 func init() {
@@ -67,6 +70,9 @@ func runTop(args []string) int {
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
+			if refused := (*perfevent.RefusedError)(nil); errors.As(err, &refused) && len(cmdArgs) == 0 {
+				return exitTopRefused
+			}
 			return spawn.FailureCode(err, exitTopNothing)
 		}
 		defer sess.Close()
@@ -114,7 +120,7 @@ func runTop(args []string) int {
 		}()
 
 		uiErr := tui.Run(ctx, ui, tui.Options{Window: *window, Cumulative: *cumulative,
-			SortByTotal: *sortTotal, RateAsked: f.rate})
+			SortByTotal: *sortTotal, RateAsked: f.rate, NoStops: sess.Backend == session.Perf})
 		cancel()
 		engErr := <-engineDone
 		code := exitTopOK

@@ -105,5 +105,6 @@
 // When the kernel refuses (perf_event_paranoid, no CAP_PERFMON, another
 // user's process, a seccomp profile or LSM, no perf events at all, or ring
 // memory over perf_event_mlock_kb) Open returns a *RefusedError whose
-// message says which and what to do; the command exits with ExitRefused.
+// message says which and what to do; record and top exit with a code of
+// their own for it (docs/record.md, docs/top.md).
 package perfevent

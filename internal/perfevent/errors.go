@@ -5,10 +5,6 @@ import (
 	"fmt"
 )
 
-// ExitRefused is the exit code of record and top when the kernel refuses
-// the perf_event back end (a *RefusedError): 3 (docs/record.md).
-const ExitRefused = 3
-
 // ErrIdle is returned by Open for Options.Idle: the perf back end samples
 // on-CPU time only (see the package doc).
 var ErrIdle = errors.New("perfevent: --idle needs the ptrace back end: perf_event samples a thread only while it runs on a CPU")
