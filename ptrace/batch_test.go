@@ -287,3 +287,64 @@ func TestSignalsDuringBatches(t *testing.T) {
 	}
 	t.Logf("%d batches while signalling", batches.Load())
 }
+
+// TestSignalDuringEach: a signal sent to a thread outside the batch while
+// each is still busy with a sample is delivered then, not once each
+// returns: each runs off the tracer thread, which resumes the thread's
+// signal-delivery-stop meanwhile.
+func TestSignalDuringEach(t *testing.T) {
+	tg := startTarget(t, "signals")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	var spinner int
+	for _, tid := range p.Threads() {
+		if tid != tg.pid {
+			spinner = tid
+		}
+	}
+	if spinner == 0 {
+		t.Fatal("no second thread")
+	}
+	acked := make(chan error, 1)
+	go func() {
+		b, err := tg.out.ReadByte()
+		if err == nil && b != 'u' {
+			err = fmt.Errorf("target wrote %q, want 'u'", b)
+		}
+		acked <- err
+	}()
+	var during time.Duration
+	err := p.SampleBatch([]int{spinner}, BatchOptions{StackWindow: 1024}, func(i int, s *Sample, err error) bool {
+		if err != nil {
+			t.Errorf("sample: %v", err)
+		}
+		// The main thread's handler writes 'u' once SIGUSR1 reaches it.
+		start := time.Now()
+		if err := syscall.Tgkill(tg.pid, tg.pid, syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case err := <-acked:
+			if err != nil {
+				t.Error(err)
+			}
+			during = time.Since(start)
+		case <-time.After(3 * time.Second):
+			t.Error("SIGUSR1 was not delivered while each ran (3 s)")
+		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("SIGUSR1 delivered %v after it was sent, while each ran", during)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+	syscall.Kill(tg.pid, syscall.SIGTERM)
+	if got := strings.TrimSpace(readAllLine(t, tg.out)); got != "usr1=1 rt=0" {
+		t.Fatalf("target counted %q, want usr1=1 rt=0", got)
+	}
+}
