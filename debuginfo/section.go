@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // lazySection is one section's bytes, read (and, for an SHF_COMPRESSED
@@ -48,8 +52,49 @@ func newLazySection(f *elf.File, name string) *lazySection {
 	s := &lazySection{name: name, sec: f.Section(name)}
 	if s.sec == nil || s.sec.Type == elf.SHT_NOBITS {
 		s.sec, s.done = nil, true
+		return s
+	}
+	if b, m := mapSection(s.sec); b != nil {
+		s.buf, s.done = b, true
+		// What lookups keep (names, rows) is copied out of it.
+		runtime.AddCleanup(s, func(m []byte) { unix.Munmap(m) }, m)
 	}
 	return s
+}
+
+// mapSection maps an uncompressed section of an object read from a file,
+// read-only, so a lookup touches the pages of the units it reads and
+// nothing is copied (a -g program's .debug_info can be hundreds of MB). It
+// returns nil where it cannot (a compressed section, an object in memory,
+// an error): the section is then read as a stream. Objects and debug files
+// are replaced by package managers (rename), not rewritten in place. m is
+// the whole mapping, to unmap.
+func mapSection(sec *elf.Section) (b, m []byte) {
+	if sec.Flags&elf.SHF_COMPRESSED != 0 || sec.Size == 0 || sec.Size > 1<<40 || strings.HasPrefix(sec.Name, ".zdebug") {
+		return nil, nil
+	}
+	sr, ok := sec.ReaderAt.(*io.SectionReader)
+	if !ok {
+		return nil, nil
+	}
+	outer, base, _ := sr.Outer()
+	fh, ok := outer.(*os.File)
+	if !ok {
+		return nil, nil
+	}
+	fi, err := fh.Stat()
+	off := base // the section's place in the file
+	if err != nil || !fi.Mode().IsRegular() || off < 0 || uint64(off) != sec.Offset || uint64(off)+sec.Size > uint64(fi.Size()) {
+		return nil, nil
+	}
+	page := int64(os.Getpagesize())
+	start := off &^ (page - 1)
+	m, err = unix.Mmap(int(fh.Fd()), start, int(off-start)+int(sec.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil
+	}
+	b = m[off-start:]
+	return b[:len(b):len(b)], m
 }
 
 // useCache makes s look for its bytes in c (under buildID) first.
