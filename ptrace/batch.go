@@ -177,14 +177,15 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 // stopped, after that thread was resumed. Every thread of tids gets
 // exactly one call, unless each returns false or the process exited
 // (ErrProcessExited): then the batch ends there. s is reused (copy what
-// you keep).
+// you keep). each may call the Tracer and this Process, except for
+// another batch of this Process (batches of one Process run one at a
+// time).
 //
 // Each window of threads is one trip to the tracer thread; each runs on
 // the calling goroutine, between two windows, while no thread of the
 // batch is stopped. The tracer thread is free meanwhile: whatever each
 // costs (an unwind, a library's symbols loading), a signal-delivery-stop
 // of another thread is resumed with its signal at once, not after it.
-// Batches of one Process run one at a time.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
