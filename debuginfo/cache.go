@@ -7,8 +7,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"stacktop/internal/buildid"
 )
@@ -22,11 +25,16 @@ import (
 // carry the section's sizes, its place in the file and a CRC-32C of its
 // first 4 KiB, decompressed, so a different file with the same build ID
 // (re-processed by dwz, recompressed) does not match. Each file holds a
-// prefix of the section and the CRC-32C of it: a truncated, corrupt or
-// foreign file is ignored, never believed. Files are written to a
-// temporary name and renamed, so concurrent runs each see a whole file,
-// theirs or another's. Any error of the cache costs speed, never an
-// answer. The cache may be deleted at any time.
+// prefix of the section and a CRC-32C of every 64 KiB block of it. A file
+// is mapped, not read: a lookup touches (and checks) only the blocks it
+// uses, so a run that needs one unit near the end of libc's 6 MB of
+// .debug_info neither copies nor holds the rest. A file of the wrong
+// size, a bad header or a block whose sum does not match is ignored from
+// there on, never believed. Files are written to a temporary name and
+// renamed, never changed in place, so concurrent runs each see a whole
+// file, theirs or another's, and a mapping never shrinks under its
+// reader. Any error of the cache costs speed, never an answer. The cache
+// may be deleted at any time.
 type Cache struct {
 	Dir string
 }
@@ -41,7 +49,9 @@ func DefaultCacheDir() string {
 	return filepath.Join(d, "stacktop", "dwarf")
 }
 
-const cacheMagic = "STKDWC1\n"
+// cacheMagic starts every cache file; "1" files (one sum over the whole
+// prefix, read whole) are ignored and replaced.
+const cacheMagic = "STKDWC2\n"
 
 // cacheKey says which section of which file a cache file holds.
 type cacheKey struct {
@@ -49,7 +59,14 @@ type cacheKey struct {
 	headCRC                uint32
 }
 
+// A cache file is: cacheMagic; the key (size, file size, offset: 8 bytes
+// each; head CRC: 4); the prefix length (8); the block size (4); one
+// CRC-32C per block of the prefix (4 each); a CRC-32C of all the bytes
+// before it (4); then the prefix.
 const cacheHeaderLen = len(cacheMagic) + 3*8 + 4 + 8 + 4
+
+// cacheBlock is the unit of checking: a lookup checks the blocks it reads.
+const cacheBlock = 64 << 10
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
@@ -83,22 +100,80 @@ func objectBuildID(f *elf.File) string {
 	return id
 }
 
-// load returns the cached prefix, or nil if there is none that can be
-// trusted.
-func (sc *sectionCache) load() []byte {
-	b, err := os.ReadFile(sc.path)
-	if err != nil || len(b) < cacheHeaderLen || string(b[:len(cacheMagic)]) != cacheMagic {
+// cachedPrefix is a mapped cache file's prefix, checked block by block.
+type cachedPrefix struct {
+	data []byte   // the prefix, mapped read-only
+	sums []uint32 // CRC-32C of each cacheBlock of data
+	ok   []bool   // blocks checked good
+}
+
+// load maps the cached prefix, or returns nil if there is none whose
+// header can be trusted. The prefix's blocks are checked as they are used
+// (check).
+func (sc *sectionCache) load() *cachedPrefix {
+	f, err := os.Open(sc.path)
+	if err != nil {
 		return nil
 	}
-	h := b[len(cacheMagic):]
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() < int64(cacheHeaderLen) || fi.Size() > 1<<40 {
+		return nil
+	}
+	var h [cacheHeaderLen]byte
+	if _, err := io.ReadFull(f, h[:]); err != nil || string(h[:len(cacheMagic)]) != cacheMagic {
+		return nil
+	}
 	le := binary.LittleEndian
-	key := cacheKey{le.Uint64(h), le.Uint64(h[8:]), le.Uint64(h[16:]), le.Uint32(h[24:])}
-	n, sum := le.Uint64(h[28:]), le.Uint32(h[36:])
-	data := b[cacheHeaderLen:]
-	if key != sc.key || n != uint64(len(data)) || n > sc.key.size || crc32.Checksum(data, castagnoli) != sum {
+	p := h[len(cacheMagic):]
+	key := cacheKey{le.Uint64(p), le.Uint64(p[8:]), le.Uint64(p[16:]), le.Uint32(p[24:])}
+	n, block := le.Uint64(p[28:]), le.Uint32(p[36:])
+	if key != sc.key || n == 0 || n > sc.key.size || block != cacheBlock {
 		return nil
 	}
-	return data
+	blocks := (n + cacheBlock - 1) / cacheBlock
+	dataAt := uint64(cacheHeaderLen) + 4*blocks + 4
+	if uint64(fi.Size()) != dataAt+n {
+		return nil // truncated, or longer than it says
+	}
+	table := make([]byte, 4*blocks+4)
+	if _, err := io.ReadFull(f, table); err != nil {
+		return nil
+	}
+	sum := crc32.Update(crc32.Checksum(h[:], castagnoli), castagnoli, table[:4*blocks])
+	if sum != le.Uint32(table[4*blocks:]) {
+		return nil
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil
+	}
+	c := &cachedPrefix{data: m[dataAt:], sums: make([]uint32, blocks), ok: make([]bool, blocks)}
+	for i := range c.sums {
+		c.sums[i] = le.Uint32(table[4*i:])
+	}
+	// Unmapped when the section that holds it is gone: what lookups keep
+	// (names, rows) is copied out of it.
+	runtime.AddCleanup(c, func(m []byte) { unix.Munmap(m) }, m)
+	return c
+}
+
+// check reports whether the blocks holding data[off:end] match their sums,
+// checking those not checked yet.
+func (c *cachedPrefix) check(off, end uint64) bool {
+	end = min(end, uint64(len(c.data)))
+	for b := off / cacheBlock; b*cacheBlock < end; b++ {
+		if c.ok[b] {
+			continue
+		}
+		lo := b * cacheBlock
+		hi := min(lo+cacheBlock, uint64(len(c.data)))
+		if crc32.Checksum(c.data[lo:hi], castagnoli) != c.sums[b] {
+			return false
+		}
+		c.ok[b] = true
+	}
+	return true
 }
 
 // store writes data as the cached prefix, atomically.
@@ -120,7 +195,11 @@ func (sc *sectionCache) store(data []byte) error {
 	h = le.AppendUint64(h, sc.key.offset)
 	h = le.AppendUint32(h, sc.key.headCRC)
 	h = le.AppendUint64(h, uint64(len(data)))
-	h = le.AppendUint32(h, crc32.Checksum(data, castagnoli))
+	h = le.AppendUint32(h, cacheBlock)
+	for lo := 0; lo < len(data); lo += cacheBlock {
+		h = le.AppendUint32(h, crc32.Checksum(data[lo:min(lo+cacheBlock, len(data))], castagnoli))
+	}
+	h = le.AppendUint32(h, crc32.Checksum(h, castagnoli))
 	_, err = tmp.Write(h)
 	if err == nil {
 		_, err = tmp.Write(data)

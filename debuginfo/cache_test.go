@@ -1,6 +1,7 @@
 package debuginfo
 
 import (
+	"bytes"
 	"debug/elf"
 	"os"
 	"path/filepath"
@@ -70,12 +71,21 @@ func TestCacheLibc(t *testing.T) {
 		t.Errorf("second run decompressed .debug_info again (cached %d bytes)", second.lazy.info.cachedLen)
 	}
 
+	if !second.lazy.info.mapped {
+		t.Errorf("second run's .debug_info is not the mapped cache file")
+	}
+	real, err := df.File.Section(".debug_info").Data()
+	if err != nil {
+		t.Fatal(err)
+	}
 	good, err := os.ReadFile(infoPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	damage := map[string]func([]byte) []byte{
 		"flipped data byte":   func(b []byte) []byte { b[len(b)/2] ^= 0x40; return b },
+		"flipped last byte":   func(b []byte) []byte { b[len(b)-1] ^= 0x40; return b },
+		"flipped block sum":   func(b []byte) []byte { b[cacheHeaderLen] ^= 1; return b },
 		"truncated":           func(b []byte) []byte { return b[:len(b)-100] },
 		"other section's key": func(b []byte) []byte { b[len(cacheMagic)] ^= 1; return b },
 		"empty":               func(b []byte) []byte { return nil },
@@ -90,6 +100,15 @@ func TestCacheLibc(t *testing.T) {
 			t.Fatal(err)
 		}
 		lookupAll(t, l, want)
+		// A damaged block the lookups did not reach is caught once a
+		// read reaches it: the whole section then matches the file's.
+		all, err := l.lazy.info.all()
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.Equal(all, real) {
+			t.Errorf("%s: section bytes differ from the file's", name)
+		}
 		if l.lazy.info.cachedLen != 0 {
 			t.Errorf("%s: cache file believed", name)
 		}

@@ -32,9 +32,11 @@
 // the frames are not ready (the sampling engine's ticks use it).
 //
 // A Cache (NewLinesCached) keeps the decompressed prefixes in files keyed
-// by build ID under the user's cache directory, so a later run reads them
-// instead of inflating again; SaveCache writes what a run added. cache.go
-// explains why a damaged or concurrent cache never gives a wrong answer.
+// by build ID under the user's cache directory, so a later run maps them
+// instead of inflating again, touching and checking only the blocks its
+// lookups reach; SaveCache writes what a run added. cache.go explains why
+// a damaged or concurrent cache never gives a wrong answer. Uncompressed
+// sections of an object on disk are mapped too (section.go).
 //
 // CallSites (callsites.go) reads an object's DWARF call-site records
 // (DW_TAG_call_site, DW_TAG_GNU_call_site), skipping every subtree that

@@ -207,7 +207,7 @@ func (z *lazyDWARF) open(off uint64) (*openedUnit, error) {
 	want := h.abbrevOff + 16<<10
 	var lineBytes []byte
 	for pass := 0; ; {
-		abbrev, err := z.abbrev.prefix(want)
+		abbrev, err := z.abbrev.span(h.abbrevOff, want)
 		if err != nil {
 			free()
 			return nil, err
@@ -271,7 +271,7 @@ func (z *lazyDWARF) lineProgram(off uint64) ([]byte, error) {
 	if _, err := z.line.at(off, hlen+length); err != nil {
 		return nil, err
 	}
-	return z.line.prefix(off + hlen + length)
+	return z.line.span(off, off+hlen+length)
 }
 
 // unitAt finds the start of the unit that holds .debug_info offset off,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -286,5 +287,52 @@ func TestLazyLinesCompressed(t *testing.T) {
 			pcs := funcAddrs(t, f, "_ZN4demo3runERKSt6vectorIlSaIlEEl", "main")
 			compareLazy(t, f, append(pcs, funcPCs(t, f, 1000)...))
 		})
+	}
+}
+
+// TestMapUncompressed: an uncompressed section of an object opened from a
+// file is mapped whole, with the file's bytes; one of an object in memory
+// is read as a stream, with the same bytes.
+func TestMapUncompressed(t *testing.T) {
+	if _, err := exec.LookPath("g++"); err != nil {
+		t.Skip("g++ not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "inline")
+	if out, err := exec.Command("g++", "-O2", "-g", "-o", bin, "testdata/inline.cc").CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem, err := elf.NewFile(bytes.NewReader(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{".debug_info", ".debug_line", ".debug_aranges"} {
+		sec := f.Section(name)
+		if sec == nil || sec.Flags&elf.SHF_COMPRESSED != 0 {
+			t.Fatalf("%s missing or compressed", name)
+		}
+		want, err := sec.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newLazySection(f, name)
+		if !s.done || !bytes.Equal(s.buf, want) {
+			t.Errorf("%s: not mapped with the file's bytes (done %v, %d bytes, want %d)", name, s.done, len(s.buf), len(want))
+		}
+		m := newLazySection(mem, name)
+		if m.done {
+			t.Errorf("%s of an object in memory was mapped", name)
+		}
+		if got, err := m.all(); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%s in memory: %d bytes, %v", name, len(got), err)
+		}
 	}
 }

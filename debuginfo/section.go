@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // lazySection is one section's bytes, read (and, for an SHF_COMPRESSED
@@ -18,6 +22,11 @@ import (
 //
 // Bytes handed out are never modified: a longer prefix is a new (or
 // grown) buffer whose first bytes are the same.
+//
+// A prefix found in the cache is a read-only mapping of the cache file
+// (mapped true), checked block by block as reads reach it: a block that
+// fails its check drops the cache, and the section is decompressed from
+// its start (the mapping stays, for bytes handed out before).
 type lazySection struct {
 	name string
 	sec  *elf.Section // nil: the section is absent (reads as empty)
@@ -34,15 +43,58 @@ type lazySection struct {
 	buildID   string
 	entry     *sectionCache
 	cacheRead bool
-	cachedLen int // how much of buf the cache holds
+	cachedLen int           // how much of buf the cache holds
+	cached    *cachedPrefix // the mapped cache file; kept while s lives
+	mapped    bool          // buf is cached.data
 }
 
 func newLazySection(f *elf.File, name string) *lazySection {
 	s := &lazySection{name: name, sec: f.Section(name)}
 	if s.sec == nil || s.sec.Type == elf.SHT_NOBITS {
 		s.sec, s.done = nil, true
+		return s
+	}
+	if b, m := mapSection(s.sec); b != nil {
+		s.buf, s.done = b, true
+		// What lookups keep (names, rows) is copied out of it.
+		runtime.AddCleanup(s, func(m []byte) { unix.Munmap(m) }, m)
 	}
 	return s
+}
+
+// mapSection maps an uncompressed section of an object read from a file,
+// read-only, so a lookup touches the pages of the units it reads and
+// nothing is copied (a -g program's .debug_info can be hundreds of MB). It
+// returns nil where it cannot (a compressed section, an object in memory,
+// an error): the section is then read as a stream. Objects and debug files
+// are replaced by package managers (rename), not rewritten in place. m is
+// the whole mapping, to unmap.
+func mapSection(sec *elf.Section) (b, m []byte) {
+	if sec.Flags&elf.SHF_COMPRESSED != 0 || sec.Size == 0 || sec.Size > 1<<40 || strings.HasPrefix(sec.Name, ".zdebug") {
+		return nil, nil
+	}
+	sr, ok := sec.ReaderAt.(*io.SectionReader)
+	if !ok {
+		return nil, nil
+	}
+	outer, base, _ := sr.Outer()
+	fh, ok := outer.(*os.File)
+	if !ok {
+		return nil, nil
+	}
+	fi, err := fh.Stat()
+	off := base // the section's place in the file
+	if err != nil || !fi.Mode().IsRegular() || off < 0 || uint64(off) != sec.Offset || uint64(off)+sec.Size > uint64(fi.Size()) {
+		return nil, nil
+	}
+	page := int64(os.Getpagesize())
+	start := off &^ (page - 1)
+	m, err = unix.Mmap(int(fh.Fd()), start, int(off-start)+int(sec.Size), unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return nil, nil
+	}
+	b = m[off-start:]
+	return b[:len(b):len(b)], m
 }
 
 // useCache makes s look for its bytes in c (under buildID) first.
@@ -59,10 +111,23 @@ func (s *lazySection) fromCache() {
 	if s.entry = s.cache.cacheFor(s.sec, s.buildID); s.entry == nil {
 		return
 	}
-	if b := s.entry.load(); b != nil {
-		s.buf, s.cachedLen = b, len(b)
-		s.done = uint64(len(b)) == s.sec.Size
+	if c := s.entry.load(); c != nil {
+		s.cached, s.mapped = c, true
+		s.buf, s.cachedLen = c.data, len(c.data)
+		s.done = uint64(len(c.data)) == s.sec.Size
 	}
+}
+
+// checkLocked makes sure buf[off:end] (as far as buf reaches) holds the
+// section's bytes: a mapped cache block that fails its check drops the
+// cache, and the bytes are decompressed instead. Called with mu held.
+func (s *lazySection) checkLocked(off, end uint64) ([]byte, error) {
+	b, err := s.prefixLocked(end)
+	if err != nil || !s.mapped || s.cached.check(off, end) {
+		return b, err
+	}
+	s.mapped, s.buf, s.done, s.cachedLen = false, nil, false, 0
+	return s.prefixLocked(end)
 }
 
 // saveCache stores what was decompressed beyond what the cache holds.
@@ -93,14 +158,9 @@ const readStep = 64 << 10
 // declared size, which a corrupt header can inflate at will.
 const maxPrealloc = 64 << 20
 
-// prefix returns at least the first n bytes of the section, or all of it
-// if it is shorter: callers check the length against what they need.
-func (s *lazySection) prefix(n uint64) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.prefixLocked(n)
-}
-
+// prefixLocked returns at least the first n bytes of the section, or all
+// of it if it is shorter: callers check the length against what they
+// need. Mapped cache bytes in it are not checked yet (checkLocked).
 func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 	s.fromCache()
 	if uint64(len(s.buf)) >= n || s.done {
@@ -113,7 +173,7 @@ func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 		// A stream decodes from its start only: what the cache held is
 		// decompressed again (and the longer prefix cached later).
 		s.r = s.sec.Open()
-		s.buf = nil
+		s.buf, s.mapped = nil, false
 		if size := s.sec.Size; size > 0 {
 			s.buf = make([]byte, 0, min(size, maxPrealloc))
 		}
@@ -149,14 +209,27 @@ func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 	return s.buf, nil
 }
 
+// span returns the first end bytes of the section (fewer if it is
+// shorter), of which those from off on are checked: for a reader (debug/
+// dwarf's) that is given a whole prefix but reads at off only.
+func (s *lazySection) span(off, end uint64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, err := s.checkLocked(off, end)
+	return b[:min(uint64(len(b)), end)], err
+}
+
 // all returns the whole section.
 func (s *lazySection) all() ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
 		b, err := s.prefixLocked(uint64(len(s.buf)) + 4*lazyChunk)
-		if err != nil || s.done {
+		if err != nil {
 			return b, err
+		}
+		if s.done {
+			return s.checkLocked(0, uint64(len(b)))
 		}
 	}
 }
@@ -176,7 +249,9 @@ func (s *lazySection) at(off, n uint64) ([]byte, error) {
 		}
 		return nil, &FormatError{s.name, int64(off), fmt.Errorf("%d bytes past the end of the section (%d bytes)", n, size)}
 	}
-	b, err := s.prefix(end)
+	s.mu.Lock()
+	b, err := s.checkLocked(off, end)
+	s.mu.Unlock()
 	if err != nil {
 		return nil, err
 	}

@@ -121,7 +121,13 @@ func setNoCLDStop(on bool) bool {
 // unwind, or the first load of a library's symbols, which on a loaded
 // machine took 300 ms), no thread is stopped meanwhile. A thread is stopped
 // for its own sample only. Every window slot owns its stack buffer,
-// allocated before any stop.
+// allocated before any stop (per Process: the slots wait for the caller).
+//
+// each runs on the caller's goroutine, not on the tracer thread: a window
+// is one trip to the tracer thread, and between two the tracer thread is
+// back in its loop. A signal sent to a thread while each unwinds (say, a
+// profiling timer's, or a storm of them) is resumed with its signal as
+// its SIGCHLD arrives, not once each is done with the whole batch.
 //
 // A deadline or a cancel channel ends a batch early: a thread that has not
 // stopped by then is not sampled (ErrNotTaken) and left running. Its
@@ -131,8 +137,9 @@ func setNoCLDStop(on bool) bool {
 // (any stop a sample finds is a stop of the thread as it is then).
 //
 // Signal-delivery-stops of threads outside the batch do not wait for its
-// end: every batchDrainGap a drain resumes them with their signal (stops of
-// threads in flight are held for the batch instead).
+// end: while threads are in flight a drain resumes them with their signal
+// every batchDrainGap, from 50 µs for a few tracees to 2 ms for a
+// thousand (stops of threads in flight are held for the batch instead).
 
 // BatchOptions tune SampleBatch.
 type BatchOptions struct {
@@ -145,9 +152,9 @@ type BatchOptions struct {
 	// Cancel, if not nil: once closed, threads not yet sampled are not
 	// sampled (ErrNotTaken).
 	Cancel <-chan struct{}
-	// OthersStill, if not nil, runs on the tracer thread after the batch;
-	// if it reports true the batch skips its final drain (a walk over
-	// every tracee in the kernel). It must only report true when no
+	// OthersStill, if not nil, runs on the tracer thread after the batch
+	// (after every call of each); if it reports true the batch skips its
+	// final drain (a walk over every tracee in the kernel). It must only report true when no
 	// thread outside the batch can have entered a stop while the batch
 	// ran: a stop takes its thread off its CPU, so that thread's run time
 	// is accounted at that moment.
@@ -164,21 +171,58 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 	return p.SampleBatch(tids, BatchOptions{StackWindow: stackWindow}, each)
 }
 
-// SampleBatch samples the threads tids in a single trip to the tracer
-// thread, overlapping their stops (see "Batches of samples" above), and
-// calls each with the index in tids of every thread and its sample (or
-// error), in the order the threads stopped, after that thread was resumed.
-// Every thread of tids gets exactly one call, unless each returns false or
-// the process exited (ErrProcessExited): then the batch ends there.
-// each runs on the tracer thread: it must not call back into the Tracer or
-// this Process, and s is reused (copy what you keep).
+// SampleBatch samples the threads tids, overlapping their stops (see
+// "Batches of samples" above), and calls each with the index in tids of
+// every thread and its sample (or error), in the order the threads
+// stopped, after that thread was resumed. Every thread of tids gets
+// exactly one call, unless each returns false or the process exited
+// (ErrProcessExited): then the batch ends there. s is reused (copy what
+// you keep). each may call the Tracer and this Process, except for
+// another batch of this Process (batches of one Process run one at a
+// time).
+//
+// Each window of threads is one trip to the tracer thread; each runs on
+// the calling goroutine, between two windows, while no thread of the
+// batch is stopped. The tracer thread is free meanwhile: whatever each
+// costs (an unwind, a library's symbols loading), a signal-delivery-stop
+// of another thread is resumed with its signal at once, not after it.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
 	}
-	return p.tr.do(func() {
-		p.tr.stopBatch(func() { p.runBatch(tids, o, each) }, o.OthersStill)
-	})
+	p.batchMu.Lock()
+	defer p.batchMu.Unlock()
+	r := &batchRun{tids: tids, o: o}
+	// Every window but the last ends with a drain: stops made meanwhile
+	// sent no SIGCHLD (stopBatch). The last one's drain may be waived by
+	// OthersStill, which must see every call of each: it runs after them.
+	lastDrain := func() bool { return r.done && o.OthersStill != nil }
+	defer func() {
+		if r.done && o.OthersStill != nil {
+			p.tr.do(func() {
+				if !o.OthersStill() {
+					p.tr.drain()
+				}
+			})
+		}
+	}()
+	for !r.done {
+		var ready []readySample
+		if err := p.tr.do(func() {
+			p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain)
+		}); err != nil {
+			return err
+		}
+		for _, x := range ready {
+			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
+				if !r.done && o.OthersStill != nil {
+					r.done = true // its drain was not waived: OthersStill is asked all the same
+				}
+				return nil
+			}
+		}
+	}
+	return nil
 }
 
 // batchWindow bounds the threads a batch holds interrupted at once, and so
@@ -189,9 +233,21 @@ const (
 	batchBytes  = 4 << 20
 )
 
-// batchDrainGap is how often a long batch drains the events of threads
-// outside it (signals to deliver, group-stops, new threads).
-const batchDrainGap = drainGap
+// batchDrainGap is how often, at most, a long batch drains the events of
+// threads outside it (signals to deliver, group-stops, new threads). A
+// drain's peek walks every tracee in the kernel, so the gap grows with
+// their number (batchDrainPerTracee each), from batchDrainMin: a small
+// process's signals wait microseconds, a thousand threads' walks stay a
+// small part of the batch.
+const (
+	batchDrainGap       = drainGap
+	batchDrainMin       = 50 * time.Microsecond
+	batchDrainPerTracee = 2 * time.Microsecond
+)
+
+func (t *Tracer) batchDrainGap() time.Duration {
+	return min(batchDrainGap, max(batchDrainMin, time.Duration(len(t.threads))*batchDrainPerTracee))
+}
 
 // batchPollSleep is the pause between two polling rounds that found no
 // stop, when the tracer may not spin (spinPolicy).
@@ -202,15 +258,27 @@ const batchPollSleep = 20 * time.Microsecond
 // until the sleep ends) or is a main thread gone zombie (none ever comes).
 const stateCheckGap = 5 * time.Millisecond
 
-// batchState is the tracer's reusable batch storage.
+// batchState is the tracer's batch bookkeeping.
 type batchState struct {
 	running bool // a batch is under way (drains then do not chase signals)
+	// interrupts counts the PTRACE_INTERRUPTs batches issued (tests).
+	interrupts int64
+}
+
+// batchSlots is one Process's batch storage, reused across batches.
+type batchSlots struct {
 	slots   []*Sample
 	free    []*Sample
 	flights []flight
 	ready   []readySample
-	// interrupts counts the PTRACE_INTERRUPTs batches issued (tests).
-	interrupts int64
+}
+
+// batchRun is one SampleBatch's progress across its windows.
+type batchRun struct {
+	tids []int
+	o    BatchOptions
+	next int  // the first thread of tids not started yet
+	done bool // every thread was handed over
 }
 
 // flight is a thread interrupted by the batch and not stopped yet.
@@ -230,15 +298,20 @@ type readySample struct {
 	err error
 }
 
-func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, error) bool) {
+// runWindow interrupts the next window of r's threads at once, samples
+// and resumes each as it stops, and returns the window's samples (in
+// p.batch's slots, valid until the next window) once no thread of it is
+// in flight.
+func (p *Process) runWindow(r *batchRun) []readySample {
 	t := p.tr
-	b := &t.batch
+	b := &p.batch
+	tids, o := r.tids, r.o
 	n := max(o.StackWindow, 0)
 	window := batchWindow
 	if n > 0 {
 		window = min(window, max(batchBytes/n, 1))
 	}
-	window = min(window, max(len(tids), 1))
+	window = min(window, max(len(tids)-r.next, 1))
 	for len(b.slots) < window {
 		b.slots = append(b.slots, &Sample{})
 	}
@@ -250,10 +323,10 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		b.free = append(b.free, s)
 	}
 	b.flights, b.ready = b.flights[:0], b.ready[:0]
-	b.running = true
+	t.batch.running = true
 	defer func() {
-		b.running = false
-		// Whatever ended the batch, no thread stays held for it: a stop
+		t.batch.running = false
+		// Whatever ended the window, no thread stays held for it: a stop
 		// still to come is resumed by a drain.
 		for _, f := range b.flights {
 			f.th.inFlight = false
@@ -261,47 +334,35 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 				p.resume(f.th)
 			}
 		}
-		b.flights, b.ready = b.flights[:0], b.ready[:0]
-	}()
-	next, head := 0, 0
-	ended := false
-	lastDrain := time.Now()
-	idle := 0
-	give := func(r readySample) {
-		if !ended && (!each(r.i, r.s, r.err) || errors.Is(r.err, ErrProcessExited)) {
-			ended = true
+		b.flights = b.flights[:0]
+		if r.next >= len(tids) {
+			r.done = true
 		}
-		if r.s != nil {
-			b.free = append(b.free, r.s)
+	}()
+	// Never past the deadline or after Cancel: an interrupt then stops a
+	// thread for a sample that is not taken, and its pause goes
+	// uncounted; the expiry below reports the rest not taken.
+	for r.next < len(tids) && len(b.flights)+len(b.ready) < window && !p.expired(o, time.Now()) {
+		i := r.next
+		r.next++
+		if x, ok := p.startSample(i, tids[i], n); ok {
+			b.ready = append(b.ready, x)
 		}
 	}
+	lastDrain := time.Now()
+	gap := t.batchDrainGap()
+	idle := 0
 	for {
-		// A new window once the last one was handed over.
-		// Never past the deadline or after Cancel: an interrupt then
-		// stops a thread for a sample that is not taken, and its pause
-		// goes uncounted; the expiry below reports the rest not taken.
-		for !ended && next < len(tids) && head == len(b.ready) && len(b.flights) < window && !p.expired(o, time.Now()) {
-			i := next
-			next++
-			if r, ok := p.startSample(i, tids[i], n); ok {
-				b.ready = append(b.ready, r)
-			}
-		}
 		found := p.pollFlights(n)
-		if head < len(b.ready) && len(b.flights) == 0 {
-			r := b.ready[head]
-			b.ready[head] = readySample{}
-			if head++; head == len(b.ready) {
-				head, b.ready = 0, b.ready[:0]
+		if len(b.flights) == 0 {
+			if len(b.ready) == 0 && r.next < len(tids) {
+				// Nothing started (the deadline passed): the rest is
+				// not taken.
+				for ; r.next < len(tids); r.next++ {
+					b.ready = append(b.ready, readySample{i: r.next, err: ErrNotTaken})
+				}
 			}
-			give(r)
-			continue
-		}
-		if len(b.flights) == 0 && (ended || next >= len(tids)) {
-			return
-		}
-		if ended {
-			return // the deferred clean-up releases what is in flight
+			return b.ready
 		}
 		if found {
 			idle = 0
@@ -310,23 +371,23 @@ func (p *Process) runBatch(tids []int, o BatchOptions, each func(int, *Sample, e
 		now := time.Now()
 		if p.expired(o, now) {
 			// Take what stopped meanwhile; what is still in flight is not
-			// taken: it stays interrupted but runs on. The window's
-			// samples are then handed over as usual.
+			// taken: it stays interrupted but runs on, and so does every
+			// thread not started.
 			p.pollFlights(n)
 			for _, f := range b.flights {
 				f.th.inFlight = false
 				if f.th.state == stateHeld && !p.frozen { // stopped since the last poll
 					p.resume(f.th)
 				}
-				give(readySample{i: f.i, err: ErrNotTaken})
+				b.ready = append(b.ready, readySample{i: f.i, err: ErrNotTaken})
 			}
 			b.flights = b.flights[:0]
-			for ; next < len(tids); next++ {
-				give(readySample{i: next, err: ErrNotTaken})
+			for ; r.next < len(tids); r.next++ {
+				b.ready = append(b.ready, readySample{i: r.next, err: ErrNotTaken})
 			}
-			continue
+			return b.ready
 		}
-		if now.Sub(lastDrain) >= batchDrainGap {
+		if now.Sub(lastDrain) >= gap {
 			t.drain()
 			lastDrain = now
 			continue
@@ -364,7 +425,7 @@ func (p *Process) expired(o BatchOptions, now time.Time) bool {
 // startSample begins the sample of thread tid (index i): an error or a
 // sample at once (ok), or an interrupt and a flight.
 func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
-	b := &p.tr.batch
+	b := &p.batch
 	if err := p.usable(); err != nil {
 		return readySample{i: i, err: err}, true
 	}
@@ -402,14 +463,14 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	if th.state == stateRunning || th.state == stateListening {
 		// ESRCH means the thread is gone: the poll collects its exit.
 		ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
-		b.interrupts++
+		p.tr.batch.interrupts++
 	}
 	th.inFlight = true
 	b.flights = append(b.flights, flight{i: i, th: th, t0: now, seen: now, checked: now})
 	return readySample{}, false
 }
 
-func (b *batchState) take() *Sample {
+func (b *batchSlots) take() *Sample {
 	s := b.free[len(b.free)-1]
 	b.free = b.free[:len(b.free)-1]
 	return s
@@ -419,7 +480,7 @@ func (b *batchState) take() *Sample {
 // sampled and resumed, an exited one reported. It reports whether any
 // thread stopped or exited.
 func (p *Process) pollFlights(window int) (found bool) {
-	b := &p.tr.batch
+	b := &p.batch
 	for j := 0; j < len(b.flights); {
 		f := &b.flights[j]
 		th := f.th
@@ -463,7 +524,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 			return readySample{}, false
 		}
 	}
-	s := p.tr.batch.take()
+	s := p.batch.take()
 	err := p.read(th, s, window, 0)
 	if !p.frozen {
 		p.resume(th)
@@ -473,7 +534,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 	// the resume is an upper bound of the time the thread stood still.
 	s.Stopped, s.Total = now.Sub(f.seen), now.Sub(f.t0)
 	if err != nil {
-		p.tr.batch.free = append(p.tr.batch.free, s)
+		p.batch.free = append(p.batch.free, s)
 		s = nil
 	}
 	return readySample{i: f.i, s: s, err: err}, true
@@ -484,7 +545,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 // up (ErrThreadBlocked, as waitUninterruptible does), a main thread gone
 // zombie (it called pthread_exit) never stops and has exited.
 func (p *Process) checkFlights(now time.Time) {
-	b := &p.tr.batch
+	b := &p.batch
 	for j := 0; j < len(b.flights); {
 		f := &b.flights[j]
 		if now.Sub(f.checked) < stateCheckGap {

@@ -76,7 +76,8 @@
 // signal handling and the scheduler, and the queue would grow without
 // end). A drain gives up after 2 ms and resumes after pending requests,
 // so a storm does not starve sampling. During a batch, a drain runs every
-// 2 ms: stops of threads outside it do not wait for its end.
+// 50 µs to 2 ms (more tracees, longer gaps: each drain walks them all):
+// stops of threads outside it do not wait for its end.
 //
 // # Batches
 //
@@ -85,8 +86,9 @@
 // threads, polls each with a wait4 of its own TID (O(1), where a wait for
 // any tracee walks all of them), samples each as it stops into a buffer
 // of its own and resumes it at once; only when the window is done are the
-// samples handed to the caller (to unwind), so a thread is stopped for its
-// own sample only, however slow the caller. A deadline (or a cancel
+// samples handed to the caller (to unwind, on the caller's goroutine, while
+// the tracer thread serves other tracees' signals), so a thread is stopped
+// for its own sample only, however slow the caller. A deadline (or a cancel
 // channel) ends a batch early: threads not stopped by then get
 // ErrNotTaken and run on; their interrupt stop, when it comes, is resumed
 // by a drain. The tracer thread asks for nice -10 where the kernel allows

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -65,6 +66,12 @@ type Process struct {
 	// clones counts the threads the kernel attached to us (TRACECLONE):
 	// without any, Detach has no stray thread to look for.
 	clones int
+
+	// batchMu is held by SampleBatch for its whole run: its windows'
+	// samples (batch) wait in their slots for the caller between two
+	// trips to the tracer thread.
+	batchMu sync.Mutex
+	batch   batchSlots
 }
 
 // Sample is one thread's registers and the stack bytes above its stack

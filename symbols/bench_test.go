@@ -2,6 +2,7 @@ package symbols
 
 import (
 	"debug/elf"
+	"fmt"
 	"math/rand/v2"
 	"os/exec"
 	"path/filepath"
@@ -70,4 +71,50 @@ func BenchmarkLookup(b *testing.B) {
 		i++
 	}
 	_ = hits
+}
+
+// BenchmarkLoadWithDebug loads the C library's table merged with its
+// separate debug file's .symtab (Debian's libc6-dbg: 10,000 entries), as
+// a dump of any C program does.
+func BenchmarkLoadWithDebug(b *testing.B) {
+	path := benchObject(b)
+	f, err := elf.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	id := buildID(f)
+	if len(id) < 3 {
+		b.Skip("no build ID")
+	}
+	d, err := elf.Open(filepath.Join("/usr/lib/debug/.build-id", id[:2], id[2:]+".debug"))
+	if err != nil {
+		b.Skip("no separate debug file:", err)
+	}
+	defer d.Close()
+	b.ReportAllocs()
+	var n int
+	for b.Loop() {
+		tab, err := LoadWithDebug(f, d)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = tab.Len()
+	}
+	b.ReportMetric(float64(n), "symbols")
+}
+
+// buildID is f's GNU build ID in hex, "" without one.
+func buildID(f *elf.File) string {
+	s := f.Section(".note.gnu.build-id")
+	if s == nil {
+		return ""
+	}
+	b, err := s.Data()
+	if err != nil || len(b) < 16 {
+		return ""
+	}
+	namesz := f.ByteOrder.Uint32(b)
+	desc := b[12+(namesz+3)&^3:]
+	return fmt.Sprintf("%x", desc)
 }

@@ -232,11 +232,10 @@ func Load(f *elf.File) (t *Table, err error) {
 func loadCandidates(f *elf.File, stage *string) ([]candidate, error) {
 	var cands []candidate
 	*stage = ".symtab"
-	syms, err := f.Symbols()
-	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+	cands, err := appendSymtab(cands, f, false)
+	if err != nil {
 		return nil, &FormatError{Section: *stage, Err: err}
 	}
-	cands = appendCandidates(cands, f, syms, false)
 
 	*stage = ".dynsym"
 	dynsyms, err := f.DynamicSymbols()
@@ -277,11 +276,9 @@ func LoadWithDebug(f *elf.File, debug ...*elf.File) (t *Table, err error) {
 			continue
 		}
 		stage = fmt.Sprintf("debug file %d .symtab", i)
-		syms, err := d.Symbols()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+		if base, err = appendSymtab(base, d, true); err != nil {
 			return nil, &FormatError{Section: stage, Err: err}
 		}
-		base = appendCandidates(base, d, syms, true)
 	}
 	stage = "symbol table"
 	return build(base), nil
@@ -293,43 +290,53 @@ func LoadWithDebug(f *elf.File, debug ...*elf.File) (t *Table, err error) {
 func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol, noBits bool) []candidate {
 	for i := range syms {
 		s := &syms[i]
-		typ := elf.ST_TYPE(s.Info)
-		bind := elf.ST_BIND(s.Info)
-		isFunc := typ == elf.STT_FUNC || typ == sttGNUIFunc
-		switch {
-		case isFunc:
-		case typ == elf.STT_NOTYPE:
-			// Assembly labels: keep those meant to be seen (global) or
-			// that describe a range (sized). Local size-0 labels are
-			// branch targets inside functions (.L*, $x mapping symbols).
-			if s.Size == 0 && bind != elf.STB_GLOBAL && bind != elf.STB_WEAK {
-				continue
-			}
-		default:
+		if s.Name == "" {
 			continue
 		}
-		if s.Name == "" || s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE ||
-			int(s.Section) >= len(f.Sections) {
-			continue
+		if c, ok := candidateOf(f, s, noBits); ok {
+			c.raw = s.Name
+			dst = append(dst, c)
 		}
-		sec := f.Sections[s.Section]
-		if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type == elf.SHT_NOBITS && !noBits {
-			continue
-		}
-		value := s.Value
-		if f.Machine == elf.EM_ARM {
-			value &^= 1 // Thumb bit
-		}
-		limit := value // no extension when the symbol lies outside its section
-		if end := sec.Addr + sec.Size; value >= sec.Addr && value < end {
-			limit = end
-		}
-		dst = append(dst, candidate{
-			raw: s.Name, value: value, size: s.Size, limit: limit,
-			bind: bind, isFunc: isFunc, ifunc: typ == sttGNUIFunc,
-		})
 	}
 	return dst
+}
+
+// candidateOf is s as a candidate (without its name), if it is one.
+func candidateOf(f *elf.File, s *elf.Symbol, noBits bool) (candidate, bool) {
+	typ := elf.ST_TYPE(s.Info)
+	bind := elf.ST_BIND(s.Info)
+	isFunc := typ == elf.STT_FUNC || typ == sttGNUIFunc
+	switch {
+	case isFunc:
+	case typ == elf.STT_NOTYPE:
+		// Assembly labels: keep those meant to be seen (global) or
+		// that describe a range (sized). Local size-0 labels are
+		// branch targets inside functions (.L*, $x mapping symbols).
+		if s.Size == 0 && bind != elf.STB_GLOBAL && bind != elf.STB_WEAK {
+			return candidate{}, false
+		}
+	default:
+		return candidate{}, false
+	}
+	if s.Section == elf.SHN_UNDEF || s.Section >= elf.SHN_LORESERVE || int(s.Section) >= len(f.Sections) {
+		return candidate{}, false
+	}
+	sec := f.Sections[s.Section]
+	if sec.Flags&elf.SHF_EXECINSTR == 0 || sec.Type == elf.SHT_NOBITS && !noBits {
+		return candidate{}, false
+	}
+	value := s.Value
+	if f.Machine == elf.EM_ARM {
+		value &^= 1 // Thumb bit
+	}
+	limit := value // no extension when the symbol lies outside its section
+	if end := sec.Addr + sec.Size; value >= sec.Addr && value < end {
+		limit = end
+	}
+	return candidate{
+		value: value, size: s.Size, limit: limit,
+		bind: bind, isFunc: isFunc, ifunc: typ == sttGNUIFunc,
+	}, true
 }
 
 func bindRank(b elf.SymBind) int {
