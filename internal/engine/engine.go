@@ -450,8 +450,8 @@ func (e *Engine) refreshName(th *thread, now time.Time) {
 		return
 	}
 	th.named = now
-	if name, err := procmaps.ReadComm(e.res.PID, th.tid, e.buf); err == nil {
-		th.name = name
+	if name, err := procmaps.ThreadName(e.res.PID, th.tid, e.buf); err == nil && string(name) != th.name {
+		th.name = string(name)
 	}
 }
 
