@@ -100,7 +100,9 @@ func Start(argv []string, stdio [3]*os.File) (*Cmd, error) {
 		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	s := &Cmd{helper: helper, goW: goW, status: statusR}
-	line, err := bufio.NewReader(pidR).ReadString('\n')
+	// A short read (the helper died before writing) leaves line without
+	// a number, which Atoi refuses.
+	line, _ := bufio.NewReader(pidR).ReadString('\n')
 	pidR.Close()
 	if s.pid, err = strconv.Atoi(strings.TrimSpace(line)); err != nil || s.pid <= 0 {
 		s.Abandon()
