@@ -137,10 +137,11 @@ var testLayout = &Layout{
 	Arch:        regs.AMD64,
 	systemstack: funcRange{0x1000, 0x1100},
 	morestack:   funcRange{0x1100, 0x1200},
+	mcall:       funcRange{0x1200, 0x1240},
 	tlsG:        -8,
 	gStack:      0, stackLo: 0, stackHi: 8, gM: 48, gSched: 56,
-	mG0: 0, mCurg: 184,
-	bufSP: 0, bufPC: 8, bufBP: 40,
+	mG0: 0, mCurg: 184, mLockedg: 192,
+	bufSP: 0, bufPC: 8, bufBP: 40, bufLR: 32,
 }
 
 const base = 0x10000
@@ -164,6 +165,7 @@ func switchMem() []byte {
 	put(curg+56, 0x4ff00) // sched.sp
 	put(curg+64, 0x1234)  // sched.pc
 	put(curg+96, 0x4ff80) // sched.bp
+	put(curg+88, 0x1310)  // sched.lr
 	return mem
 }
 
@@ -240,6 +242,95 @@ func TestSwitchStack(t *testing.T) {
 	}
 }
 
+// TestSwitchStackMcall: a thread in mcall's function on g0 continues at
+// mcall's caller on the goroutine's stack, from m.curg, or from m.lockedg
+// once park_m dropped m.curg; an unlocked goroutine m.curg dropped is not
+// followed (it may run on another thread by now).
+func TestSwitchStackMcall(t *testing.T) {
+	goStack := unwind.StackBounds{Low: 0x40000, High: 0x50000}
+	dropCurg := func(m []byte) { binary.LittleEndian.PutUint64(m[0x200+184:], 0) }
+	lock := func(m []byte) { binary.LittleEndian.PutUint64(m[0x200+192:], base+0x300) }
+	for _, c := range []struct {
+		name string
+		mem  []func([]byte)
+		want unwind.Switch
+	}{
+		{"curg", nil, unwind.SwitchCaller},
+		{"locked, curg dropped", []func([]byte){dropCurg, lock}, unwind.SwitchCaller},
+		{"unlocked, curg dropped", []func([]byte){dropCurg}, unwind.SwitchNone},
+	} {
+		m := switchMem()
+		for _, f := range c.mem {
+			f(m)
+		}
+		_, next, b, sw := switchAt(m, 0x1230, 0x2ff00, false)
+		if sw != c.want {
+			t.Errorf("%s: %v, want %v", c.name, sw, c.want)
+			continue
+		}
+		if sw == unwind.SwitchNone {
+			continue
+		}
+		// amd64's mcall saves its caller's caller's BP: the caller's is
+		// left unknown for its CFI row to restore.
+		if _, fpKnown := next.Get(regs.AMD64RBP); next.PC != 0x1234 || next.SP() != 0x4ff00 || fpKnown || b != goStack {
+			t.Errorf("%s: pc %#x sp %#x fp known %v bounds %+v", c.name, next.PC, next.SP(), fpKnown, b)
+		}
+	}
+	// systemstack runs on behalf of m.curg only: a locked goroutine that is
+	// not curg is not its caller.
+	m := switchMem()
+	dropCurg(m)
+	lock(m)
+	if _, _, _, sw := switchAt(m, 0x1050, 0x2ff00, false); sw != unwind.SwitchNone {
+		t.Errorf("systemstack without curg: %v, want no switch", sw)
+	}
+}
+
+// TestSwitchStackARM64: on arm64 g is x28; mcall's caller has sched.bp as
+// its frame record; morestack's f is at sched.pc and f's caller, whose
+// return address f's prologue moved to R3, at sched.lr with f's entry SP.
+func TestSwitchStackARM64(t *testing.T) {
+	l := *testLayout
+	l.Arch = regs.ARM64
+	goStack := unwind.StackBounds{Low: 0x40000, High: 0x50000}
+	at := func(s *Switcher, mem []byte, pc, sp uint64, exact bool, cur *regs.Set) (regs.Set, unwind.StackBounds, unwind.Switch) {
+		thread := regs.Set{Arch: regs.ARM64, PC: pc}
+		thread.Put(regs.ARM64SP, sp)
+		thread.Put(arm64G, base+0x100)
+		if cur == nil {
+			c := thread
+			cur = &c
+		}
+		var next regs.Set
+		b, sw := s.SwitchStack(&thread, cur, exact, &unwind.StackWindow{Base: base, Bytes: mem}, binary.LittleEndian, &next)
+		return next, b, sw
+	}
+	mem := switchMem()
+	next, b, sw := at(l.Switcher(0), mem, 0x1230, 0x2ff00, false, nil)
+	if sw != unwind.SwitchCaller || next.PC != 0x1234 || next.SP() != 0x4ff00 || next.FP() != 0x4ff80 || b != goStack {
+		t.Errorf("mcall: %v pc %#x sp %#x fp %#x bounds %+v", sw, next.PC, next.SP(), next.FP(), b)
+	}
+	s := l.Switcher(0)
+	f, b, sw := at(s, mem, 0x1150, 0x2ff00, true, nil)
+	if sw != unwind.SwitchCaller || f.PC != 0x1234 || f.SP() != 0x4ff00 || f.FP() != 0x4ff80 || b != goStack {
+		t.Fatalf("morestack: %v pc %#x sp %#x fp %#x bounds %+v", sw, f.PC, f.SP(), f.FP(), b)
+	}
+	next, b, sw = at(s, mem, 0x1150, 0x2ff00, false, &f)
+	if sw != unwind.SwitchCaller || next.PC != 0x1310 || next.SP() != 0x4ff00 || next.FP() != 0x4ff80 || b != goStack {
+		t.Errorf("f at its entry: %v pc %#x sp %#x fp %#x bounds %+v", sw, next.PC, next.SP(), next.FP(), b)
+	}
+	// x28 not a g0 (other code's frame 0): no switch.
+	thread := regs.Set{Arch: regs.ARM64, PC: 0x1230}
+	thread.Put(regs.ARM64SP, 0x2ff00)
+	thread.Put(arm64G, base+0x300)
+	cur := thread
+	var n regs.Set
+	if _, sw := l.Switcher(0).SwitchStack(&thread, &cur, false, &unwind.StackWindow{Base: base, Bytes: mem}, binary.LittleEndian, &n); sw != unwind.SwitchNone {
+		t.Errorf("x28 is curg: %v, want no switch", sw)
+	}
+}
+
 // FuzzSwitchStack: the switcher reads g, m and g.sched from the target's
 // memory, which may hold anything. Whatever it reads, it must not panic,
 // and a switch must land on the goroutine's stack it reports.
@@ -248,6 +339,7 @@ func FuzzSwitchStack(f *testing.F) {
 	mem := switchMem()
 	f.Add(mem, uint64(0x1050), uint64(0x2ff00), false)
 	f.Add(mem, uint64(0x1150), uint64(0x2ff00), true)
+	f.Add(mem, uint64(0x1230), uint64(0x2ff00), false)
 	f.Fuzz(func(t *testing.T, mem []byte, pc, sp uint64, exact bool) {
 		cur, next, b, sw := switchAt(mem, pc, sp, exact)
 		var got uint64
