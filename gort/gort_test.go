@@ -86,6 +86,71 @@ func TestLoadGoprog(t *testing.T) {
 	}
 }
 
+// TestLoadGoprogARM64 builds goprog for arm64 and checks the offsets its
+// DWARF gives against the stores of g.sched in runtime.mcall and
+// runtime.morestack, which the Go assembler built from go_asm.h:
+//
+//	mcall:     MOVD R29, (g_sched+gobuf_bp)(g)   MOVD LR, (g_sched+gobuf_pc)(g)
+//	morestack: MOVD R3, (g_sched+gobuf_lr)(g)    MOVD LR, (g_sched+gobuf_pc)(g)
+//
+// (g is x28; each is an STR Xt, [x28, #off].)
+func TestLoadGoprogARM64(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not installed")
+	}
+	out := filepath.Join(t.TempDir(), "goprog-arm64")
+	build := exec.Command(goTool, "build", "-trimpath", "-buildvcs=false", "-o", out, ".")
+	root, err := targets.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build.Dir = filepath.Join(root, "testdata", "targets", "goprog")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Skipf("cannot build goprog for arm64: %v\n%s", err, b)
+	}
+	f, err := elf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(rt, off uint64) []byte {
+		b := make([]byte, 4)
+		binary.LittleEndian.PutUint32(b, uint32(0xf9000000|(off/8)<<10|arm64G<<5|rt))
+		return b
+	}
+	for _, c := range []struct {
+		fn   string
+		r    funcRange
+		what string
+		insn []byte
+	}{
+		{"mcall", l.mcall, "MOVD R29, (g_sched+gobuf_bp)(g)", str(29, l.gSched+l.bufBP)},
+		{"mcall", l.mcall, "MOVD LR, (g_sched+gobuf_pc)(g)", str(30, l.gSched+l.bufPC)},
+		{"morestack", l.morestack, "MOVD R3, (g_sched+gobuf_lr)(g)", str(3, l.gSched+l.bufLR)},
+		{"morestack", l.morestack, "MOVD LR, (g_sched+gobuf_pc)(g)", str(30, l.gSched+l.bufPC)},
+	} {
+		if c.r.end == 0 {
+			t.Errorf("runtime.%s not found", c.fn)
+			continue
+		}
+		fn := code[c.r.start-text.Addr : c.r.end-text.Addr]
+		if !bytes.Contains(fn, c.insn) {
+			t.Errorf("runtime.%s has no %s (% x): the offsets from DWARF disagree with the runtime's code", c.fn, c.what, c.insn)
+		}
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	t.Run("not Go", func(t *testing.T) {
 		if _, err := Load(openTarget(t, "chains-fp")); !errors.Is(err, ErrNotGo) {
