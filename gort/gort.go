@@ -27,12 +27,83 @@ type funcRange struct{ start, end uint64 }
 
 func (r funcRange) has(vaddr uint64) bool { return vaddr >= r.start && vaddr < r.end }
 
-// Layout is what the unwinder needs of one Go executable.
-type Layout struct {
-	Arch        regs.Arch
+// Funcs are the runtime functions where Go switches stacks, from the
+// symbol table alone: enough to tell that a walk ended at a switch that a
+// Layout, which needs DWARF, would have followed.
+type Funcs struct {
 	systemstack funcRange
 	morestack   funcRange
 	mcall       funcRange
+	stoplockedm funcRange
+}
+
+// Missed reports whether a walk whose frames have the lookup addresses
+// vaddrs (ELF virtual addresses, innermost first) ended at a switch that a
+// Layout would have followed: in runtime.systemstack or runtime.morestack,
+// whose caller is always on a goroutine's stack, or in runtime.mcall with
+// runtime.stoplockedm above it (a thread waiting for its locked goroutine,
+// which m.lockedg names). An idle thread in mcall's function, waiting for
+// any goroutine, has no goroutine's frames to miss.
+func (fs *Funcs) Missed(vaddrs []uint64) bool {
+	if len(vaddrs) == 0 {
+		return false
+	}
+	last := vaddrs[len(vaddrs)-1]
+	if fs.systemstack.has(last) || fs.morestack.has(last) {
+		return true
+	}
+	if !fs.mcall.has(last) || fs.stoplockedm.end == 0 {
+		return false
+	}
+	for _, v := range vaddrs {
+		if fs.stoplockedm.has(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadFuncs reads the switch functions from a Go executable's symbol
+// table: what is known of a Go program whose DWARF is gone (Load's
+// ErrNoDWARF).
+func LoadFuncs(f *elf.File) (*Funcs, error) {
+	fs, _, err := loadFuncs(f)
+	return fs, err
+}
+
+func loadFuncs(f *elf.File) (fs *Funcs, tlsg *elf.Symbol, err error) {
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gort: symbol table: %w (%w)", err, ErrNotGo)
+	}
+	fs = &Funcs{}
+	for i := range syms {
+		s := &syms[i]
+		// Assembly functions carry their ABI in the symbol name.
+		name := strings.TrimSuffix(s.Name, ".abi0")
+		switch {
+		case name == "runtime.systemstack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.systemstack = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.morestack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.morestack = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.mcall" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.mcall = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.stoplockedm" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.stoplockedm = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.tlsg" && elf.ST_TYPE(s.Info) == elf.STT_TLS:
+			tlsg = s
+		}
+	}
+	if fs.systemstack.end == 0 {
+		return nil, nil, fmt.Errorf("gort: %w", ErrNotGo)
+	}
+	return fs, tlsg, nil
+}
+
+// Layout is what the unwinder needs of one Go executable.
+type Layout struct {
+	Arch regs.Arch
+	Funcs
 	// tlsG is the offset of the g slot from the thread pointer (amd64).
 	tlsG int64
 
@@ -60,29 +131,11 @@ func Load(f *elf.File) (l *Layout, err error) {
 	default:
 		return nil, fmt.Errorf("gort: %v: %w", f.Machine, ErrArch)
 	}
-	syms, err := f.Symbols()
+	fs, tlsg, err := loadFuncs(f)
 	if err != nil {
-		return nil, fmt.Errorf("gort: symbol table: %w (%w)", err, ErrNotGo)
+		return nil, err
 	}
-	var tlsg *elf.Symbol
-	for i := range syms {
-		s := &syms[i]
-		// Assembly functions carry their ABI in the symbol name.
-		name := strings.TrimSuffix(s.Name, ".abi0")
-		switch {
-		case name == "runtime.systemstack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			l.systemstack = funcRange{s.Value, s.Value + s.Size}
-		case name == "runtime.morestack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			l.morestack = funcRange{s.Value, s.Value + s.Size}
-		case name == "runtime.mcall" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			l.mcall = funcRange{s.Value, s.Value + s.Size}
-		case name == "runtime.tlsg" && elf.ST_TYPE(s.Info) == elf.STT_TLS:
-			tlsg = s
-		}
-	}
-	if l.systemstack.end == 0 {
-		return nil, fmt.Errorf("gort: %w", ErrNotGo)
-	}
+	l.Funcs = *fs
 	if l.Arch == regs.AMD64 {
 		if l.tlsG, err = tlsOffset(f, tlsg); err != nil {
 			return nil, err

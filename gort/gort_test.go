@@ -156,6 +156,9 @@ func TestLoadErrors(t *testing.T) {
 		if _, err := Load(openTarget(t, "chains-fp")); !errors.Is(err, ErrNotGo) {
 			t.Errorf("Load(chains-fp) = %v, want ErrNotGo", err)
 		}
+		if _, err := LoadFuncs(openTarget(t, "chains-fp")); !errors.Is(err, ErrNotGo) {
+			t.Errorf("LoadFuncs(chains-fp) = %v, want ErrNotGo", err)
+		}
 	})
 	t.Run("no DWARF", func(t *testing.T) {
 		objcopy, err := exec.LookPath("objcopy")
@@ -176,6 +179,34 @@ func TestLoadErrors(t *testing.T) {
 		}
 		if _, err := Load(f); !errors.Is(err, ErrNoDWARF) {
 			t.Errorf("Load(stripped goprog) = %v, want ErrNoDWARF", err)
+		}
+		// The symbols still say where the switches are.
+		fs, err := LoadFuncs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(openTarget(t, "goprog"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *fs != l.Funcs || fs.stoplockedm.end == 0 {
+			t.Errorf("LoadFuncs(stripped goprog) = %+v, want %+v", *fs, l.Funcs)
+		}
+		for _, c := range []struct {
+			name   string
+			vaddrs []uint64
+			want   bool
+		}{
+			{"systemstack", []uint64{0x10, l.systemstack.start}, true},
+			{"morestack", []uint64{l.morestack.end - 1}, true},
+			{"mcall, locked", []uint64{0x10, l.stoplockedm.start + 4, l.mcall.start + 8}, true},
+			{"mcall, idle", []uint64{0x10, l.mcall.start + 8}, false},
+			{"systemstack not last", []uint64{l.systemstack.start, 0x10}, false},
+			{"empty", nil, false},
+		} {
+			if got := fs.Missed(c.vaddrs); got != c.want {
+				t.Errorf("Missed(%s) = %v, want %v", c.name, got, c.want)
+			}
 		}
 	})
 }
@@ -199,12 +230,14 @@ func FuzzLoad(f *testing.F) {
 // testLayout is a layout with the offsets of some Go release, for the
 // switcher's fuzz target (which needs no binary).
 var testLayout = &Layout{
-	Arch:        regs.AMD64,
-	systemstack: funcRange{0x1000, 0x1100},
-	morestack:   funcRange{0x1100, 0x1200},
-	mcall:       funcRange{0x1200, 0x1240},
-	tlsG:        -8,
-	gStack:      0, stackLo: 0, stackHi: 8, gM: 48, gSched: 56,
+	Arch: regs.AMD64,
+	Funcs: Funcs{
+		systemstack: funcRange{0x1000, 0x1100},
+		morestack:   funcRange{0x1100, 0x1200},
+		mcall:       funcRange{0x1200, 0x1240},
+	},
+	tlsG:   -8,
+	gStack: 0, stackLo: 0, stackHi: 8, gM: 48, gSched: 56,
 	mG0: 0, mCurg: 184, mLockedg: 192,
 	bufSP: 0, bufPC: 8, bufBP: 40, bufLR: 32,
 }

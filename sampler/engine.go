@@ -153,6 +153,9 @@ type Stats struct {
 	// ShortTicks counts ticks that ended at their deadline with threads
 	// not taken.
 	ShortTicks int64
+	// Notes are one-line notes for the user about what the stacks lack
+	// and how to get it (Target.GoStackNote).
+	Notes []string
 }
 
 // PauseStats summarises durations: exact maximum, median and 99th
@@ -639,6 +642,9 @@ func (e *Engine) Stats() Stats {
 	}
 	for k, v := range e.st.interrupts {
 		s.Interrupts[k] = v
+	}
+	if n := e.t.GoStackNote(); n != "" {
+		s.Notes = append(s.Notes, n)
 	}
 	if e.st.ticks > 0 {
 		s.TickWork = e.st.tickWork / time.Duration(e.st.ticks)

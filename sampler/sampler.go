@@ -212,5 +212,7 @@ func (t *Target) walk() unwind.Stack {
 	if m, ok := t.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}
-	return t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
+	st := t.walker.Walk(s.Regs, &t.window, &t.mods, opts)
+	t.goStacks.check(&st)
+	return st
 }

@@ -1,7 +1,9 @@
 package stackdump
 
 import (
+	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 
 	"stacktop/internal/targets"
 	"stacktop/profile"
+	"stacktop/sampler"
 )
 
 // TestDistroGoSystemstack stops goprog while its thread "gosys" is blocked
@@ -165,6 +168,80 @@ func goroutineTrace(t *testing.T, tg *targets.Target, status, fn string) []uint6
 	}
 	t.Fatalf("no goroutine [%s] in %s in the target's traceback:\n%s", status, fn, out)
 	return nil
+}
+
+// TestGoMcallNoDWARF: goprog linked with -ldflags=-w has no DWARF types,
+// so the switch from mcall to the locked goroutine's stack is off and
+// goblock's stack ends at runtime.mcall (as its idle Ms' stacks do, which
+// have no goroutine to miss). The dump must say so in one note that names
+// the binary, the cause and the remedy; a dump of the same program with its
+// DWARF has no note. (systemstack needs no DWARF on amd64: its frame
+// pointer chain crosses to the goroutine's stack.)
+func TestGoMcallNoDWARF(t *testing.T) {
+	futexNR, ok := map[string]string{"amd64": "202", "arm64": "98"}[runtime.GOARCH]
+	if !ok {
+		t.Skip("Go stack switches are followed on amd64 and arm64 only")
+	}
+	needPtrace(t)
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not installed")
+	}
+	root, err := targets.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "goprog-nodwarf")
+	build := exec.Command(goTool, "build", "-trimpath", "-buildvcs=false", "-ldflags=-w", "-o", bin, ".")
+	build.Dir = filepath.Join(root, "testdata", "targets", "goprog")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build -ldflags=-w: %v\n%s", err, b)
+	}
+	for _, c := range []struct {
+		name string
+		path string
+		note bool
+	}{
+		{"without DWARF", bin, true},
+		{"with DWARF", targets.Path("goprog"), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tg := targets.StartCommand(t, c.path)
+			select {
+			case <-tg.Ready():
+			case <-time.After(targets.ReadyTimeout):
+				t.Fatalf("no ready line: %s", tg.Output())
+			}
+			waitThreadSyscall(t, tg.PID(), "goblock", futexNR)
+			// No lines: the note does not depend on them, and reading a Go
+			// program's DWARF lines takes seconds.
+			res, err := Run(newTracer(t), tg.PID(), Options{Sampler: sampler.Options{Symbols: sampler.SymbolOptions{NoLines: true}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var summary bytes.Buffer
+			WriteSummary(&summary, res)
+			if !c.note {
+				if len(res.Notes) != 0 {
+					t.Errorf("notes for a Go program with DWARF: %q", res.Notes)
+				}
+				return
+			}
+			if len(res.Notes) != 1 {
+				t.Fatalf("notes %q, want one about the missing DWARF; summary:\n%s", res.Notes, summary.String())
+			}
+			n := res.Notes[0]
+			for _, want := range []string{"1 stack ends", "runtime.mcall", "goprog-nodwarf has no DWARF", "-ldflags=-w", "rebuild"} {
+				if !strings.Contains(n, want) {
+					t.Errorf("note %q does not say %q", n, want)
+				}
+			}
+			if !strings.HasPrefix(summary.String(), "stacktop: note: "+n+"\n") {
+				t.Errorf("summary does not start with the note:\n%s", summary.String())
+			}
+		})
+	}
 }
 
 func frameNames(fs []profile.Frame) []string {

@@ -313,6 +313,7 @@ func (fl *processGroup) stats() (sampler.Stats, int) {
 		if st.LastErr != nil {
 			sum.LastErr = st.LastErr
 		}
+		sum.Notes = append(sum.Notes, st.Notes...)
 	}
 	return sum, len(fl.sessions)
 }

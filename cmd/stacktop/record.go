@@ -361,6 +361,9 @@ func writeSummary(w io.Writer, st sampler.Stats, rate float64, output string, fo
 	if st.LastErr != nil {
 		fmt.Fprintf(w, "  last error: %v\n", st.LastErr)
 	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 }
 
 // shortfall says why the achieved rate fell below 95% of the asked one,
