@@ -45,6 +45,12 @@ type EngineOptions struct {
 	// (profile.KeepTimeline): memory bounded on long runs, for outputs
 	// that need only totals. 0 keeps the whole timeline.
 	Timeline time.Duration
+	// DetachAtEnd makes Run detach the target as soon as sampling ends
+	// (a signal, --duration), before it waits up to lateWait for pending
+	// lines: the target is untraced at once, not after the lines. The
+	// caller's Target.Close then releases the rest and reports the
+	// detach's error.
+	DetachAtEnd bool
 }
 
 // Engine samples one Target periodically into a profile.Profile. Run drives
@@ -209,6 +215,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// What the profile says must not depend on when it stopped: wait
 	// for the lines still loading, a while (no thread is stopped now).
 	defer e.settleLate(lateWait)
+	if e.opts.DetachAtEnd {
+		defer e.t.proc.Detach() // before settleLate; Close reports its error
+	}
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -275,8 +284,12 @@ func (e *Engine) tickDeadline(now time.Time) time.Time {
 	return d
 }
 
-// sleepUntil waits until t, or reports false once ctx is done.
+// sleepUntil waits until t, or reports false once ctx is done. A done ctx
+// wins over a t already past (a late tick): select would pick either.
 func sleepUntil(ctx context.Context, t time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {

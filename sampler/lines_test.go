@@ -245,3 +245,72 @@ func recordOnce(b *testing.B, pid int, opts Options, d time.Duration) (firstMs, 
 	firstMs = float64(p.Start.Add(p.Events[0].Time).Sub(t0)) / 1e6
 	return firstMs, st.Rate, float64(st.MissedTicks), float64(st.TickWorkMax) / 1e6
 }
+
+// TestDetachAtEndBeforeLines: with DetachAtEnd, the end of sampling leaves
+// the target untraced at once, while Run still waits (up to lateWait) for
+// lines held back: a SIGTERM to record must not keep the target traced
+// for the lines. Close then has nothing left to detach and no error.
+func TestDetachAtEndBeforeLines(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "cxxinline-sframe3")
+	spin := byName(t, tg, "spin")
+
+	gate := make(chan struct{})
+	linesGate = gate
+	defer func() { close(gate); linesGate = nil }()
+	tr := ptrace.NewTracer()
+	t.Cleanup(tr.Close)
+	cache := procmaps.NewModuleCache()
+	t.Cleanup(func() { cache.Close() })
+	target, err := Open(tr, tg.PID(), cache, Options{Symbols: SymbolOptions{AsyncLines: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := NewEngine(target, EngineOptions{Rate: 499, TIDs: spin, DetachAtEnd: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	for e.Stats().Samples < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if traced(t, tg.PID()) == 0 {
+		t.Fatal("no thread traced while sampling")
+	}
+	cancel()
+	for traced(t, tg.PID()) > 0 {
+		select {
+		case <-done:
+			t.Fatal("Run returned before the target was untraced")
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("Run returned before the target was untraced (it waits for the held lines)")
+	default:
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Close(); err != nil {
+		t.Errorf("Close after the engine detached: %v", err)
+	}
+}
+
+// traced counts the threads of pid with a tracer.
+func traced(t *testing.T, pid int) int {
+	t.Helper()
+	tids, err := procmaps.Threads(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tid := range tids {
+		if st, err := procmaps.ReadStatus(pid, tid); err == nil && st.TracerPID != 0 {
+			n++
+		}
+	}
+	return n
+}

@@ -74,7 +74,9 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 }
 
 func (f *samplingFlags) engineOptions() sampler.EngineOptions {
-	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids}
+	// Detached as soon as sampling ends, not after the lines still
+	// loading: a signal or --duration leaves the target untraced at once.
+	return sampler.EngineOptions{Rate: f.rate, Idle: f.idle, TIDs: f.tids, DetachAtEnd: true}
 }
 
 // targetOptions are the sampler options of a periodic recording: line
