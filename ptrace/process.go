@@ -58,7 +58,7 @@ type Process struct {
 	frozen       bool
 	exited       bool
 	detached     bool
-	detachErr    error // the first Detach's error, which later calls return
+	detachErr    error        // the first Detach's error, which later calls return
 	execs        atomic.Int64 // written on the tracer thread, read anywhere
 	// tidList caches Threads' answer; the tracer thread clears it when a
 	// thread is added or forgotten.
