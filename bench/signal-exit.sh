@@ -11,7 +11,9 @@
 # cost of lines still pending at the signal. Each run starts the target,
 # records it at 199 Hz for 1.5 s, sends the signal and polls
 # /proc/PID/task/*/status (about every 0.5 ms, in the shell).
+# STACKTOP=PATH measures another build (e.g. an older commit's) instead.
 source "$(dirname "$0")/common.sh"
+stacktop=${STACKTOP:-$stacktop}
 runs=${1:-10}
 sig=${2:-TERM}
 shift $(( $# >= 2 ? 2 : $# ))
@@ -29,9 +31,15 @@ traced() {
 				[ "$v" = 0 ] || return 0
 				break
 			fi
-		done <"$s" 2>/dev/null
+		done 2>/dev/null <"$s"
 	done
 	return 1
+}
+# gone PID: PID has exited (a zombie, or reaped).
+gone() {
+	local pid comm state
+	read -r pid comm state _ 2>/dev/null <"/proc/$1/stat" || return 0
+	[ "$state" = Z ]
 }
 ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", (b - a) * 1000 }'; }
 median() { sort -n | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -51,7 +59,7 @@ for i in $(seq "$runs"); do
 	kill -"$sig" "$st"
 	while traced "$tgt"; do :; done
 	t1=$EPOCHREALTIME
-	while kill -0 "$st" 2>/dev/null; do sleep 0.001; done
+	until gone "$st"; do :; done
 	t2=$EPOCHREALTIME
 	code=0
 	wait "$st" || code=$?
@@ -63,3 +71,25 @@ for i in $(seq "$runs"); do
 done
 printf 'median: untraced after %s ms, exit after %s ms (SIG%s, %d runs)\n' \
 	"$(printf '%s\n' "${detach_ms[@]}" | median)" "$(printf '%s\n' "${exit_ms[@]}" | median)" "$sig" "$runs"
+
+# The floor: bench/sigfloor (a Go program that only exits on the signal)
+# beside the same target; its kill-to-exit time is what the scheduler and
+# Go's signal delivery cost before any of stacktop's code runs.
+(cd "$root" && go build -o "$work/sigfloor" ./bench/sigfloor)
+floor_ms=()
+for i in $(seq "$runs"); do
+	"${target[@]}" >/dev/null 2>&1 &
+	tgt=$!
+	"$work/sigfloor" &
+	fl=$!
+	sleep 2
+	t0=$EPOCHREALTIME
+	kill -"$sig" "$fl"
+	until gone "$fl"; do :; done
+	t1=$EPOCHREALTIME
+	wait "$fl" 2>/dev/null || true
+	floor_ms+=("$(ms "$t0" "$t1")")
+	kill -9 "$tgt" 2>/dev/null || true
+	wait "$tgt" 2>/dev/null || true
+done
+printf 'floor (bench/sigfloor exits on SIG%s beside the same target): median %s ms\n' "$sig" "$(printf '%s\n' "${floor_ms[@]}" | median)"
