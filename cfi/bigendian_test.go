@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -224,6 +225,14 @@ func FuzzCFIBigEndian(f *testing.F) {
 	}
 	f.Add(data[:min(len(data), 4096)], false)
 	f.Add([]byte{0, 0, 0, 0x14, 0xff, 0xff, 0xff, 0xff, 4, 0, 8, 0, 1, 0x78, 14, 0x0c, 15, 0xa0, 1, 0, 0, 0, 0, 0}, true)
+	// Three FDEs, a bad opcode in the middle one; and an entry too short
+	// for its CIE id.
+	three, insns := ehFrameSection(binary.BigEndian, elf.EM_S390, 0x1000, 3)
+	three[insns[1]+1] = 0x3f
+	f.Add(three, false)
+	short, _ := ehFrameSection(binary.BigEndian, elf.EM_S390, 0x1000, 2)
+	binary.BigEndian.PutUint32(short[4+binary.BigEndian.Uint32(short):], 2)
+	f.Add(short, false)
 	f.Fuzz(func(t *testing.T, data []byte, debugFrame bool) {
 		name := ".eh_frame"
 		if debugFrame {
@@ -263,5 +272,110 @@ func TestEvalBigEndianOperands(t *testing.T) {
 	}
 	if _, err := littleEndianOperands([]byte{0xe0}); !errors.Is(err, ErrExpr) {
 		t.Errorf("unknown opcode: %v", err)
+	}
+}
+
+// ehFrameSection builds an .eh_frame in order: one CIE (CFA = sp+8 or
+// s390x's r15+160) and n FDEs of 16 bytes of code each from 0x2000, each
+// with "advance 1; def_cfa_offset 16". It returns the section and the
+// section offsets of every FDE's instructions.
+func ehFrameSection(order binary.ByteOrder, m elf.Machine, addr uint64, n int) ([]byte, []int) {
+	sp, ra, cfa := byte(7), byte(16), []byte{8}
+	if m == elf.EM_S390 {
+		sp, ra, cfa = 15, 14, []byte{0xa0, 1} // ULEB128 160
+	}
+	var b []byte
+	u32 := func(v uint32) { b = order.(binary.AppendByteOrder).AppendUint32(b, v) }
+	// CIE: version 1, "zR", code 1, data -8, RA, aug length 1, pcrel|sdata4.
+	cie := append([]byte{1, 'z', 'R', 0, 1, 0x78, ra, 1, 0x1b, 0x0c, sp}, cfa...)
+	for len(cie)%4 != 0 {
+		cie = append(cie, 0) // DW_CFA_nop
+	}
+	u32(uint32(4 + len(cie)))
+	u32(0)
+	b = append(b, cie...)
+	var insns []int
+	for i := 0; i < n; i++ {
+		start := len(b)
+		u32(4 + 4 + 4 + 1 + 7) // CIE pointer, begin, range, aug length, program (nop-padded)
+		u32(uint32(len(b)))    // CIE pointer: back to offset 0
+		u32(uint32(int32(0x2000 + 16*i - int(addr) - len(b))))
+		u32(16)
+		b = append(b, 0)
+		insns = append(insns, len(b))
+		b = append(b, 0x41, 0x0e, 0x10, 0, 0, 0, 0)
+		if len(b)-start != 24 {
+			panic("ehFrameSection: FDE size")
+		}
+	}
+	u32(0) // terminator
+	return b, insns
+}
+
+// An error in the program of an FDE that is not the section's last has the
+// offset of that FDE's instructions, for both byte orders: big-endian
+// sections through the package's own decoder (entries.go), little-endian
+// through delve's and, checked here too, the own decoder.
+func TestFormatErrorOffsetMiddleFDE(t *testing.T) {
+	const addr = 0x1000
+	for _, c := range []struct {
+		name  string
+		m     elf.Machine
+		order binary.ByteOrder
+		own   bool
+	}{
+		{"big-endian", elf.EM_S390, binary.BigEndian, true},
+		{"little-endian, delve", elf.EM_X86_64, binary.LittleEndian, false},
+		{"little-endian, own decoder", elf.EM_X86_64, binary.LittleEndian, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			data, insns := ehFrameSection(c.order, c.m, addr, 3)
+			data[insns[1]+1] = 0x3f // not a CFA opcode, in the middle FDE
+			sec := Section{Name: ".eh_frame", Data: data, Addr: addr}
+			tab, err := Build(c.m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var fdes []parsedFDE
+			if c.own {
+				fdes, err = parseEntries(&sec, c.order)
+			} else {
+				fdes, err = parseDelve(&sec)
+			}
+			if err != nil || len(fdes) != 3 {
+				t.Fatalf("parsed %d FDEs: %v", len(fdes), err)
+			}
+			for _, f := range fdes {
+				tab.fdes = append(tab.fdes, fde{start: f.start, end: f.end, insns: f.insns, sec: f.sec, cie: f.cie})
+			}
+			for i, want := range insns {
+				_, err := tab.Lookup(0x2000 + 16*uint64(i) + 2)
+				if i != 1 {
+					if err != nil {
+						t.Errorf("FDE %d: %v", i, err)
+					}
+					continue
+				}
+				var fe *FormatError
+				if !errors.As(err, &fe) || fe.Section != ".eh_frame" || fe.Offset != int64(want) {
+					t.Errorf("FDE %d: %v, want a FormatError at %#x", i, err, want)
+				}
+			}
+		})
+	}
+}
+
+// An entry whose length cannot hold its CIE id is an error at the entry,
+// not a read of the next entry's bytes.
+func TestEntryShorterThanID(t *testing.T) {
+	for _, order := range []binary.ByteOrder{binary.BigEndian, binary.LittleEndian} {
+		data, _ := ehFrameSection(order, elf.EM_S390, 0x1000, 2)
+		second := 4 + int(order.Uint32(data))
+		order.PutUint32(data[second:], 2)
+		_, err := parseEntries(&Section{Name: ".eh_frame", Data: data, Addr: 0x1000}, order)
+		var fe *FormatError
+		if !errors.As(err, &fe) || fe.Offset != int64(second) || !strings.Contains(fe.Msg, "CIE id") {
+			t.Errorf("%v: %v, want a FormatError at %#x about the CIE id", order, err, second)
+		}
 	}
 }

@@ -62,6 +62,9 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 		if r.err != nil {
 			return nil, fail(off, "truncated entry length")
 		}
+		if length != 0 && length < uint64(idSize) {
+			return nil, fail(off, "entry length %#x shorter than its %d-byte CIE id", length, idSize)
+		}
 		if length == 0 {
 			if eh {
 				break // the .eh_frame terminator
@@ -76,7 +79,10 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 		idOff := r.off
 		id := r.uint(idSize)
 		isCIE := (eh && id == 0) || (!eh && (id == 0xffffffff || id == 0xffffffffffffffff))
-		body := reader{b: data[:end:end], off: r.off, be: be}
+		// The body ends at the entry's end; its slices (a program's
+		// bytes) keep the section's capacity, so len(Data)-cap is their
+		// section offset (table.go).
+		body := reader{b: data[:end], off: r.off, be: be}
 		if isCIE {
 			c, err := parseCIE(&body, eh)
 			if err != nil {
@@ -134,7 +140,7 @@ func parseCIEAt(data []byte, off int, eh, be bool) (*entryCIE, error) {
 	if (eh && id != 0) || (!eh && id != 0xffffffff && id != 0xffffffffffffffff) {
 		return nil, fmt.Errorf("not a CIE")
 	}
-	body := reader{b: data[:end:end], off: r.off, be: be}
+	body := reader{b: data[:end], off: r.off, be: be}
 	return parseCIE(&body, eh)
 }
 
@@ -195,7 +201,7 @@ func parseCIE(r *reader, eh bool) (*entryCIE, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	h.initial = r.b[r.off:len(r.b):len(r.b)]
+	h.initial = r.b[r.off:len(r.b)] // capacity to the section's end: its offset is len-cap
 	c.info = &cieInfo{hdr: h, signal: strings.ContainsRune(aug, 'S')}
 	return c, nil
 }
@@ -223,7 +229,7 @@ func parseFDE(r *reader, s *Section, c *entryCIE, eh bool) (parsedFDE, error) {
 	if end < start {
 		return parsedFDE{}, fmt.Errorf("range %#x+%#x wraps", start, size)
 	}
-	return parsedFDE{start: start, end: end, insns: r.b[r.off:len(r.b):len(r.b)], sec: s, cie: c.info}, nil
+	return parsedFDE{start: start, end: end, insns: r.b[r.off:len(r.b)], sec: s, cie: c.info}, nil
 }
 
 // readEncoded reads a pointer in encoding enc; secAddr is the section's

@@ -3,10 +3,16 @@
 // pprof`) does: a thread running on its system stack (g0) inside
 // runtime.systemstack, or in runtime.newstack called by runtime.morestack,
 // belongs to the goroutine m.curg, whose saved context (g.sched) says where
-// the goroutine's own stack continues.
+// the goroutine's own stack continues. A thread in runtime.mcall's function
+// (park_m, gosched_m...) continues at mcall's caller (gopark...) on the
+// goroutine's stack too: m.curg's, or, once park_m dropped m.curg,
+// m.lockedg's, a goroutine locked to the thread, which only it can resume
+// (Go's traceback stops at mcall; the goroutine's own traceback, in a
+// goroutine profile or a SIGQUIT dump, shows those frames). An unlocked
+// goroutine m.curg no longer names may run elsewhere: the walk ends there.
 //
 // Lifecycle: Load reads, once per executable, the addresses of
-// runtime.systemstack and runtime.morestack from the symbol table, the
+// runtime.systemstack, runtime.morestack and runtime.mcall from the symbol table, the
 // offsets of the fields of runtime.g, runtime.m, runtime.gobuf and
 // runtime.stack from the DWARF types, and where the thread's g lives (the
 // TLS slot on amd64). Layout.Switcher(bias) is then an
@@ -24,6 +30,6 @@
 // TLS slot (regs.Set.TLS, fs_base, minus 8 for the Go linker's own TLS, or
 // runtime.tlsg's place in PT_TLS for an externally linked program); on
 // arm64 from x28 of frame 0, Go's g register (its TLS slot is written only
-// with cgo). Only systemstack is followed on arm64: its morestack keeps
-// f's caller in sched.lr and m.morebuf. s390x (g in r13) is not followed.
+// with cgo). arm64's morestack keeps f's caller's return address in
+// sched.lr (f's prologue moved it to R3). s390x (g in r13) is not followed.
 package gort

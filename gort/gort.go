@@ -28,19 +28,91 @@ type funcRange struct{ start, end uint64 }
 
 func (r funcRange) has(vaddr uint64) bool { return vaddr >= r.start && vaddr < r.end }
 
-// Layout is what the unwinder needs of one Go executable.
-type Layout struct {
-	Arch        regs.Arch
+// Funcs are the runtime functions where Go switches stacks, from the
+// symbol table alone: enough to tell that a walk ended at a switch that a
+// Layout, which needs DWARF, would have followed.
+type Funcs struct {
 	systemstack funcRange
 	morestack   funcRange
+	mcall       funcRange
+	stoplockedm funcRange
+}
+
+// Missed reports whether a walk whose frames have the lookup addresses
+// vaddrs (ELF virtual addresses, innermost first) ended at a switch that a
+// Layout would have followed: in runtime.systemstack or runtime.morestack,
+// whose caller is always on a goroutine's stack, or in runtime.mcall with
+// runtime.stoplockedm above it (a thread waiting for its locked goroutine,
+// which m.lockedg names). An idle thread in mcall's function, waiting for
+// any goroutine, has no goroutine's frames to miss.
+func (fs *Funcs) Missed(vaddrs []uint64) bool {
+	if len(vaddrs) == 0 {
+		return false
+	}
+	last := vaddrs[len(vaddrs)-1]
+	if fs.systemstack.has(last) || fs.morestack.has(last) {
+		return true
+	}
+	if !fs.mcall.has(last) || fs.stoplockedm.end == 0 {
+		return false
+	}
+	for _, v := range vaddrs {
+		if fs.stoplockedm.has(v) {
+			return true
+		}
+	}
+	return false
+}
+
+// LoadFuncs reads the switch functions from a Go executable's symbol
+// table: what is known of a Go program whose DWARF is gone (Load's
+// ErrNoDWARF).
+func LoadFuncs(f *elf.File) (*Funcs, error) {
+	fs, _, err := loadFuncs(f)
+	return fs, err
+}
+
+func loadFuncs(f *elf.File) (fs *Funcs, tlsg *elf.Symbol, err error) {
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, nil, fmt.Errorf("gort: symbol table: %w (%w)", err, ErrNotGo)
+	}
+	fs = &Funcs{}
+	for i := range syms {
+		s := &syms[i]
+		// Assembly functions carry their ABI in the symbol name.
+		name := strings.TrimSuffix(s.Name, ".abi0")
+		switch {
+		case name == "runtime.systemstack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.systemstack = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.morestack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.morestack = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.mcall" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.mcall = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.stoplockedm" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
+			fs.stoplockedm = funcRange{s.Value, s.Value + s.Size}
+		case name == "runtime.tlsg" && elf.ST_TYPE(s.Info) == elf.STT_TLS:
+			tlsg = s
+		}
+	}
+	if fs.systemstack.end == 0 {
+		return nil, nil, fmt.Errorf("gort: %w", ErrNotGo)
+	}
+	return fs, tlsg, nil
+}
+
+// Layout is what the unwinder needs of one Go executable.
+type Layout struct {
+	Arch regs.Arch
+	Funcs
 	// tlsG is the offset of the g slot from the thread pointer (amd64).
 	tlsG int64
 
 	// Field offsets from the DWARF types.
-	gStack, gM, gSched  uint64 // runtime.g: stack (a runtime.stack), m, sched (a runtime.gobuf)
-	stackLo, stackHi    uint64 // runtime.stack
-	mG0, mCurg          uint64 // runtime.m
-	bufSP, bufPC, bufBP uint64 // runtime.gobuf
+	gStack, gM, gSched         uint64 // runtime.g: stack (a runtime.stack), m, sched (a runtime.gobuf)
+	stackLo, stackHi           uint64 // runtime.stack
+	mG0, mCurg, mLockedg       uint64 // runtime.m
+	bufSP, bufPC, bufBP, bufLR uint64 // runtime.gobuf
 }
 
 // Load reads the layout of the Go runtime from an executable. Its ELF and
@@ -60,27 +132,11 @@ func Load(f *elf.File) (l *Layout, err error) {
 	default:
 		return nil, fmt.Errorf("gort: %v: %w", f.Machine, ErrArch)
 	}
-	syms, err := f.Symbols()
+	fs, tlsg, err := loadFuncs(f)
 	if err != nil {
-		return nil, fmt.Errorf("gort: symbol table: %w (%w)", err, ErrNotGo)
+		return nil, err
 	}
-	var tlsg *elf.Symbol
-	for i := range syms {
-		s := &syms[i]
-		// Assembly functions carry their ABI in the symbol name.
-		name := strings.TrimSuffix(s.Name, ".abi0")
-		switch {
-		case name == "runtime.systemstack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			l.systemstack = funcRange{s.Value, s.Value + s.Size}
-		case name == "runtime.morestack" && elf.ST_TYPE(s.Info) == elf.STT_FUNC:
-			l.morestack = funcRange{s.Value, s.Value + s.Size}
-		case name == "runtime.tlsg" && elf.ST_TYPE(s.Info) == elf.STT_TLS:
-			tlsg = s
-		}
-	}
-	if l.systemstack.end == 0 {
-		return nil, fmt.Errorf("gort: %w", ErrNotGo)
-	}
+	l.Funcs = *fs
 	if l.Arch == regs.AMD64 {
 		if l.tlsG, err = tlsOffset(f, tlsg); err != nil {
 			return nil, err
@@ -134,8 +190,8 @@ func (l *Layout) readTypes(d *dwarf.Data) error {
 	want := map[string]map[string]*uint64{
 		"runtime.g":     {"stack": &l.gStack, "m": &l.gM, "sched": &l.gSched},
 		"runtime.stack": {"lo": &l.stackLo, "hi": &l.stackHi},
-		"runtime.m":     {"g0": &l.mG0, "curg": &l.mCurg},
-		"runtime.gobuf": {"sp": &l.bufSP, "pc": &l.bufPC, "bp": &l.bufBP},
+		"runtime.m":     {"g0": &l.mG0, "curg": &l.mCurg, "lockedg": &l.mLockedg},
+		"runtime.gobuf": {"sp": &l.bufSP, "pc": &l.bufPC, "bp": &l.bufBP, "lr": &l.bufLR},
 	}
 	found := map[string]int{}
 	r := d.Reader()
@@ -221,8 +277,8 @@ type Switcher struct {
 }
 
 type entryFrame struct {
-	pc, sp, bp uint64
-	bounds     unwind.StackBounds
+	pc, sp, bp, lr uint64 // lr: f's return address (arm64, sched.lr)
+	bounds         unwind.StackBounds
 }
 
 var _ unwind.StackSwitcher = (*Switcher)(nil)
@@ -232,17 +288,18 @@ const arm64G = 28
 
 // goroutine is what a switch needs of the thread's Go state.
 type goroutine struct {
-	curg                      uint64
-	lo, hi                    uint64 // curg's stack
-	g0lo, g0hi                uint64 // the system stack
-	schedSP, schedPC, schedBP uint64
+	curg                               uint64
+	lo, hi                             uint64 // curg's stack
+	g0lo, g0hi                         uint64 // the system stack
+	schedSP, schedPC, schedBP, schedLR uint64
 }
 
 // SwitchStack: cur is a frame in runtime.systemstack (its callee ran on
-// g0) or in runtime.morestack (newstack runs on g0), the thread's g is its
-// m's g0 and m.curg is set, and cur's SP is on g0's stack, not curg's.
-// The caller is then on curg's stack, where g.sched was saved when the
-// switch was made:
+// g0), in runtime.morestack (newstack runs on g0) or in runtime.mcall (its
+// fn, park_m, gosched_m..., runs on g0), the thread's g is its m's g0 with
+// a goroutine to return to, and cur's SP is on g0's stack, not the
+// goroutine's. The caller is then on the goroutine's stack, where g.sched
+// was saved when the switch was made:
 //   - systemstack saved its own SP and BP (sched.sp, sched.bp) before it
 //     switched: they are its frame's registers on the goroutine's stack
 //     (SwitchRegs), from which its CFI row or frame record gives its
@@ -251,11 +308,24 @@ type goroutine struct {
 //     caller, as here.
 //   - morestack saved the PC, SP and BP of the function f whose prologue
 //     called it, before f pushed its frame: f is the caller (SwitchCaller),
-//     and the next call, from f, takes f's return address at [sp], as at a
+//     and the next call, from f, takes f's return address at [sp] (amd64)
+//     or from sched.lr (arm64, where f's prologue moved it to R3), as at a
 //     function's entry.
+//   - mcall saved its caller's return address and SP (sched.pc, sched.sp):
+//     the caller (gopark, Gosched...) is the next frame (SwitchCaller). On
+//     amd64 mcall stores the caller's caller's BP, not the caller's own, so
+//     the caller's FP is left unknown and its CFI row steps it; on arm64
+//     sched.bp is the caller's x29, a frame record.
 //
-// Only a frame in systemstack or morestack costs memory reads (g, m and
-// curg's fields); every other frame is answered from its PC.
+// The goroutine is m.curg. mcall's and morestack's functions may already
+// have dropped it (park_m, gopreempt_m: m.curg is nil while the thread
+// waits in schedule): a goroutine locked to the thread (m.lockedg) can
+// only resume on it, so its sched is still what this thread will return
+// to and the walk goes on there; an unlocked one may run elsewhere by now,
+// and the walk ends at mcall as Go's traceback and gdb end it.
+//
+// Only a frame in systemstack, morestack or mcall costs memory reads (g,
+// m and the goroutine's fields); every other frame is answered from its PC.
 func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Memory, order binary.ByteOrder, next *regs.Set) (unwind.StackBounds, unwind.Switch) {
 	if exact {
 		// Frame 0 (or a frame a signal interrupted): a new walk, or a new
@@ -269,13 +339,17 @@ func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Mem
 	if e := s.entry; e.pc != 0 && cur.PC == e.pc && sp == e.sp {
 		// f, stopped in its prologue's call of morestack: at its entry.
 		s.entry = entryFrame{}
-		ra, ok := s.word(mem, order, sp)
-		if !ok {
-			return unwind.StackBounds{}, unwind.SwitchNone
+		ra := e.lr
+		if cur.Arch == regs.AMD64 {
+			var ok bool
+			if ra, ok = s.word(mem, order, sp); !ok {
+				return unwind.StackBounds{}, unwind.SwitchNone
+			}
+			sp += 8
 		}
 		*next = regs.Set{Arch: cur.Arch, PC: ra}
-		next.Put(regs.AMD64RSP, sp+8)
-		next.Put(regs.AMD64RBP, e.bp)
+		next.Put(cur.Arch.SPReg(), sp)
+		next.Put(cur.Arch.FPReg(), e.bp)
 		return e.bounds, unwind.SwitchCaller
 	}
 	pc := cur.PC
@@ -283,46 +357,53 @@ func (s *Switcher) SwitchStack(thread, cur *regs.Set, exact bool, mem unwind.Mem
 		pc--
 	}
 	vaddr := pc - s.bias
-	inSystemstack, inMorestack := s.l.systemstack.has(vaddr), s.l.morestack.has(vaddr)
-	if !inSystemstack && !inMorestack {
+	inSystemstack, inMorestack, inMcall := s.l.systemstack.has(vaddr), s.l.morestack.has(vaddr), s.l.mcall.has(vaddr)
+	if !inSystemstack && !inMorestack && !inMcall {
 		// Every other frame: no memory is read.
 		return unwind.StackBounds{}, unwind.SwitchNone
 	}
 	var g goroutine
-	if !s.goroutine(thread, mem, order, &g) {
+	if !s.goroutine(thread, mem, order, !inSystemstack, &g) {
 		return unwind.StackBounds{}, unwind.SwitchNone
 	}
-	// On the system stack: not on curg's, and on g0's when its bounds are
-	// known (a thread the runtime did not create may leave them empty).
+	// On the system stack: not on the goroutine's, and on g0's when its
+	// bounds are known (a thread the runtime did not create may leave
+	// them empty).
 	onG0 := !(sp >= g.lo && sp < g.hi) && (g.g0lo >= g.g0hi || sp >= g.g0lo && sp < g.g0hi)
 	if !onG0 || g.schedSP < g.lo || g.schedSP >= g.hi {
 		return unwind.StackBounds{}, unwind.SwitchNone
 	}
 	bounds := unwind.StackBounds{Low: g.lo, High: g.hi}
-	if inSystemstack {
+	switch {
+	case inSystemstack:
 		// systemstack's own frame on the goroutine's stack: sched.sp is
 		// its SP after its prologue, sched.bp its frame pointer (x29 on
 		// arm64, whose frame record holds the return address).
 		cur.Put(cur.Arch.SPReg(), g.schedSP)
 		cur.Put(cur.Arch.FPReg(), g.schedBP)
 		return bounds, unwind.SwitchRegs
+	case inMcall:
+		*next = regs.Set{Arch: cur.Arch, PC: g.schedPC}
+		next.Put(cur.Arch.SPReg(), g.schedSP)
+		if cur.Arch != regs.AMD64 {
+			next.Put(cur.Arch.FPReg(), g.schedBP)
+		}
+		return bounds, unwind.SwitchCaller
 	}
-	if cur.Arch != regs.AMD64 {
-		// arm64's morestack keeps f's caller in sched.lr and m.morebuf:
-		// not followed.
+	if cur.Arch == regs.ARM64 && g.schedLR == 0 {
 		return unwind.StackBounds{}, unwind.SwitchNone
 	}
 	*next = regs.Set{Arch: cur.Arch, PC: g.schedPC}
-	next.Put(regs.AMD64RSP, g.schedSP)
-	next.Put(regs.AMD64RBP, g.schedBP)
-	s.entry = entryFrame{pc: g.schedPC, sp: g.schedSP, bp: g.schedBP, bounds: bounds}
+	next.Put(cur.Arch.SPReg(), g.schedSP)
+	next.Put(cur.Arch.FPReg(), g.schedBP)
+	s.entry = entryFrame{pc: g.schedPC, sp: g.schedSP, bp: g.schedBP, lr: g.schedLR, bounds: bounds}
 	return bounds, unwind.SwitchCaller
 }
 
 // goroutine reads the thread's g, checks that it is its m's g0 with a
-// goroutine (m.curg) to return to, and reads that goroutine's stack and
-// saved context.
-func (s *Switcher) goroutine(thread *regs.Set, mem unwind.Memory, order binary.ByteOrder, out *goroutine) bool {
+// goroutine to return to (m.curg, or with locked m.lockedg when m.curg is
+// nil), and reads that goroutine's stack and saved context.
+func (s *Switcher) goroutine(thread *regs.Set, mem unwind.Memory, order binary.ByteOrder, locked bool, out *goroutine) bool {
 	l := s.l
 	var g uint64
 	switch thread.Arch {
@@ -349,11 +430,14 @@ func (s *Switcher) goroutine(thread *regs.Set, mem unwind.Memory, order binary.B
 	}
 	g0, ok1 := s.word(mem, order, m+l.mG0)
 	curg, ok2 := s.word(mem, order, m+l.mCurg)
+	if ok2 && curg == 0 && locked {
+		curg, ok2 = s.word(mem, order, m+l.mLockedg)
+	}
 	if !ok1 || !ok2 || g0 != g || curg == 0 || curg == g0 {
 		return false
 	}
 	out.curg = curg
-	var ok3, ok4, ok5, ok6, ok7 bool
+	var ok3, ok4, ok5, ok6, ok7, ok8 bool
 	out.g0lo, ok1 = s.word(mem, order, g0+l.gStack+l.stackLo)
 	out.g0hi, ok2 = s.word(mem, order, g0+l.gStack+l.stackHi)
 	out.lo, ok3 = s.word(mem, order, curg+l.gStack+l.stackLo)
@@ -361,7 +445,8 @@ func (s *Switcher) goroutine(thread *regs.Set, mem unwind.Memory, order binary.B
 	out.schedSP, ok5 = s.word(mem, order, curg+l.gSched+l.bufSP)
 	out.schedPC, ok6 = s.word(mem, order, curg+l.gSched+l.bufPC)
 	out.schedBP, ok7 = s.word(mem, order, curg+l.gSched+l.bufBP)
-	return ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && out.lo < out.hi
+	out.schedLR, ok8 = s.word(mem, order, curg+l.gSched+l.bufLR)
+	return ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && ok8 && out.lo < out.hi
 }
 
 func (s *Switcher) word(mem unwind.Memory, order binary.ByteOrder, addr uint64) (uint64, bool) {

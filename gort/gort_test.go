@@ -86,10 +86,78 @@ func TestLoadGoprog(t *testing.T) {
 	}
 }
 
+// TestLoadGoprogARM64 builds goprog for arm64 and checks the offsets its
+// DWARF gives against the stores of g.sched in runtime.mcall and
+// runtime.morestack, which the Go assembler built from go_asm.h:
+//
+//	mcall:     MOVD R29, (g_sched+gobuf_bp)(g)   MOVD LR, (g_sched+gobuf_pc)(g)
+//	morestack: MOVD R3, (g_sched+gobuf_lr)(g)    MOVD LR, (g_sched+gobuf_pc)(g)
+//
+// (g is x28; each is an STR Xt, [x28, #off].)
+func TestLoadGoprogARM64(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("go not installed")
+	}
+	out := filepath.Join(t.TempDir(), "goprog-arm64")
+	build := exec.Command(goTool, "build", "-trimpath", "-buildvcs=false", "-o", out, ".")
+	root, err := targets.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	build.Dir = filepath.Join(root, "testdata", "targets", "goprog")
+	build.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0", "GOFLAGS=")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Skipf("cannot build goprog for arm64: %v\n%s", err, b)
+	}
+	f, err := elf.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	l, err := Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	code, err := text.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	str := func(rt, off uint64) []byte {
+		b := make([]byte, 4)
+		binary.LittleEndian.PutUint32(b, uint32(0xf9000000|(off/8)<<10|arm64G<<5|rt))
+		return b
+	}
+	for _, c := range []struct {
+		fn   string
+		r    funcRange
+		what string
+		insn []byte
+	}{
+		{"mcall", l.mcall, "MOVD R29, (g_sched+gobuf_bp)(g)", str(29, l.gSched+l.bufBP)},
+		{"mcall", l.mcall, "MOVD LR, (g_sched+gobuf_pc)(g)", str(30, l.gSched+l.bufPC)},
+		{"morestack", l.morestack, "MOVD R3, (g_sched+gobuf_lr)(g)", str(3, l.gSched+l.bufLR)},
+		{"morestack", l.morestack, "MOVD LR, (g_sched+gobuf_pc)(g)", str(30, l.gSched+l.bufPC)},
+	} {
+		if c.r.end == 0 {
+			t.Errorf("runtime.%s not found", c.fn)
+			continue
+		}
+		fn := code[c.r.start-text.Addr : c.r.end-text.Addr]
+		if !bytes.Contains(fn, c.insn) {
+			t.Errorf("runtime.%s has no %s (% x): the offsets from DWARF disagree with the runtime's code", c.fn, c.what, c.insn)
+		}
+	}
+}
+
 func TestLoadErrors(t *testing.T) {
 	t.Run("not Go", func(t *testing.T) {
 		if _, err := Load(openTarget(t, "chains-fp")); !errors.Is(err, ErrNotGo) {
 			t.Errorf("Load(chains-fp) = %v, want ErrNotGo", err)
+		}
+		if _, err := LoadFuncs(openTarget(t, "chains-fp")); !errors.Is(err, ErrNotGo) {
+			t.Errorf("LoadFuncs(chains-fp) = %v, want ErrNotGo", err)
 		}
 	})
 	t.Run("no DWARF", func(t *testing.T) {
@@ -111,6 +179,34 @@ func TestLoadErrors(t *testing.T) {
 		}
 		if _, err := Load(f); !errors.Is(err, ErrNoDWARF) {
 			t.Errorf("Load(stripped goprog) = %v, want ErrNoDWARF", err)
+		}
+		// The symbols still say where the switches are.
+		fs, err := LoadFuncs(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := Load(openTarget(t, "goprog"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *fs != l.Funcs || fs.stoplockedm.end == 0 {
+			t.Errorf("LoadFuncs(stripped goprog) = %+v, want %+v", *fs, l.Funcs)
+		}
+		for _, c := range []struct {
+			name   string
+			vaddrs []uint64
+			want   bool
+		}{
+			{"systemstack", []uint64{0x10, l.systemstack.start}, true},
+			{"morestack", []uint64{l.morestack.end - 1}, true},
+			{"mcall, locked", []uint64{0x10, l.stoplockedm.start + 4, l.mcall.start + 8}, true},
+			{"mcall, idle", []uint64{0x10, l.mcall.start + 8}, false},
+			{"systemstack not last", []uint64{l.systemstack.start, 0x10}, false},
+			{"empty", nil, false},
+		} {
+			if got := fs.Missed(c.vaddrs); got != c.want {
+				t.Errorf("Missed(%s) = %v, want %v", c.name, got, c.want)
+			}
 		}
 	})
 }
@@ -134,13 +230,16 @@ func FuzzLoad(f *testing.F) {
 // testLayout is a layout with the offsets of some Go release, for the
 // switcher's fuzz target (which needs no binary).
 var testLayout = &Layout{
-	Arch:        regs.AMD64,
-	systemstack: funcRange{0x1000, 0x1100},
-	morestack:   funcRange{0x1100, 0x1200},
-	tlsG:        -8,
-	gStack:      0, stackLo: 0, stackHi: 8, gM: 48, gSched: 56,
-	mG0: 0, mCurg: 184,
-	bufSP: 0, bufPC: 8, bufBP: 40,
+	Arch: regs.AMD64,
+	Funcs: Funcs{
+		systemstack: funcRange{0x1000, 0x1100},
+		morestack:   funcRange{0x1100, 0x1200},
+		mcall:       funcRange{0x1200, 0x1240},
+	},
+	tlsG:   -8,
+	gStack: 0, stackLo: 0, stackHi: 8, gM: 48, gSched: 56,
+	mG0: 0, mCurg: 184, mLockedg: 192,
+	bufSP: 0, bufPC: 8, bufBP: 40, bufLR: 32,
 }
 
 const base = 0x10000
@@ -164,6 +263,7 @@ func switchMem() []byte {
 	put(curg+56, 0x4ff00) // sched.sp
 	put(curg+64, 0x1234)  // sched.pc
 	put(curg+96, 0x4ff80) // sched.bp
+	put(curg+88, 0x1310)  // sched.lr
 	return mem
 }
 
@@ -240,6 +340,95 @@ func TestSwitchStack(t *testing.T) {
 	}
 }
 
+// TestSwitchStackMcall: a thread in mcall's function on g0 continues at
+// mcall's caller on the goroutine's stack, from m.curg, or from m.lockedg
+// once park_m dropped m.curg; an unlocked goroutine m.curg dropped is not
+// followed (it may run on another thread by now).
+func TestSwitchStackMcall(t *testing.T) {
+	goStack := unwind.StackBounds{Low: 0x40000, High: 0x50000}
+	dropCurg := func(m []byte) { binary.LittleEndian.PutUint64(m[0x200+184:], 0) }
+	lock := func(m []byte) { binary.LittleEndian.PutUint64(m[0x200+192:], base+0x300) }
+	for _, c := range []struct {
+		name string
+		mem  []func([]byte)
+		want unwind.Switch
+	}{
+		{"curg", nil, unwind.SwitchCaller},
+		{"locked, curg dropped", []func([]byte){dropCurg, lock}, unwind.SwitchCaller},
+		{"unlocked, curg dropped", []func([]byte){dropCurg}, unwind.SwitchNone},
+	} {
+		m := switchMem()
+		for _, f := range c.mem {
+			f(m)
+		}
+		_, next, b, sw := switchAt(m, 0x1230, 0x2ff00, false)
+		if sw != c.want {
+			t.Errorf("%s: %v, want %v", c.name, sw, c.want)
+			continue
+		}
+		if sw == unwind.SwitchNone {
+			continue
+		}
+		// amd64's mcall saves its caller's caller's BP: the caller's is
+		// left unknown for its CFI row to restore.
+		if _, fpKnown := next.Get(regs.AMD64RBP); next.PC != 0x1234 || next.SP() != 0x4ff00 || fpKnown || b != goStack {
+			t.Errorf("%s: pc %#x sp %#x fp known %v bounds %+v", c.name, next.PC, next.SP(), fpKnown, b)
+		}
+	}
+	// systemstack runs on behalf of m.curg only: a locked goroutine that is
+	// not curg is not its caller.
+	m := switchMem()
+	dropCurg(m)
+	lock(m)
+	if _, _, _, sw := switchAt(m, 0x1050, 0x2ff00, false); sw != unwind.SwitchNone {
+		t.Errorf("systemstack without curg: %v, want no switch", sw)
+	}
+}
+
+// TestSwitchStackARM64: on arm64 g is x28; mcall's caller has sched.bp as
+// its frame record; morestack's f is at sched.pc and f's caller, whose
+// return address f's prologue moved to R3, at sched.lr with f's entry SP.
+func TestSwitchStackARM64(t *testing.T) {
+	l := *testLayout
+	l.Arch = regs.ARM64
+	goStack := unwind.StackBounds{Low: 0x40000, High: 0x50000}
+	at := func(s *Switcher, mem []byte, pc, sp uint64, exact bool, cur *regs.Set) (regs.Set, unwind.StackBounds, unwind.Switch) {
+		thread := regs.Set{Arch: regs.ARM64, PC: pc}
+		thread.Put(regs.ARM64SP, sp)
+		thread.Put(arm64G, base+0x100)
+		if cur == nil {
+			c := thread
+			cur = &c
+		}
+		var next regs.Set
+		b, sw := s.SwitchStack(&thread, cur, exact, &unwind.StackWindow{Base: base, Bytes: mem}, binary.LittleEndian, &next)
+		return next, b, sw
+	}
+	mem := switchMem()
+	next, b, sw := at(l.Switcher(0), mem, 0x1230, 0x2ff00, false, nil)
+	if sw != unwind.SwitchCaller || next.PC != 0x1234 || next.SP() != 0x4ff00 || next.FP() != 0x4ff80 || b != goStack {
+		t.Errorf("mcall: %v pc %#x sp %#x fp %#x bounds %+v", sw, next.PC, next.SP(), next.FP(), b)
+	}
+	s := l.Switcher(0)
+	f, b, sw := at(s, mem, 0x1150, 0x2ff00, true, nil)
+	if sw != unwind.SwitchCaller || f.PC != 0x1234 || f.SP() != 0x4ff00 || f.FP() != 0x4ff80 || b != goStack {
+		t.Fatalf("morestack: %v pc %#x sp %#x fp %#x bounds %+v", sw, f.PC, f.SP(), f.FP(), b)
+	}
+	next, b, sw = at(s, mem, 0x1150, 0x2ff00, false, &f)
+	if sw != unwind.SwitchCaller || next.PC != 0x1310 || next.SP() != 0x4ff00 || next.FP() != 0x4ff80 || b != goStack {
+		t.Errorf("f at its entry: %v pc %#x sp %#x fp %#x bounds %+v", sw, next.PC, next.SP(), next.FP(), b)
+	}
+	// x28 not a g0 (other code's frame 0): no switch.
+	thread := regs.Set{Arch: regs.ARM64, PC: 0x1230}
+	thread.Put(regs.ARM64SP, 0x2ff00)
+	thread.Put(arm64G, base+0x300)
+	cur := thread
+	var n regs.Set
+	if _, sw := l.Switcher(0).SwitchStack(&thread, &cur, false, &unwind.StackWindow{Base: base, Bytes: mem}, binary.LittleEndian, &n); sw != unwind.SwitchNone {
+		t.Errorf("x28 is curg: %v, want no switch", sw)
+	}
+}
+
 // FuzzSwitchStack: the switcher reads g, m and g.sched from the target's
 // memory, which may hold anything. Whatever it reads, it must not panic,
 // and a switch must land on the goroutine's stack it reports.
@@ -248,6 +437,7 @@ func FuzzSwitchStack(f *testing.F) {
 	mem := switchMem()
 	f.Add(mem, uint64(0x1050), uint64(0x2ff00), false)
 	f.Add(mem, uint64(0x1150), uint64(0x2ff00), true)
+	f.Add(mem, uint64(0x1230), uint64(0x2ff00), false)
 	f.Fuzz(func(t *testing.T, mem []byte, pc, sp uint64, exact bool) {
 		cur, next, b, sw := switchAt(mem, pc, sp, exact)
 		var got uint64

@@ -59,6 +59,7 @@ type Process struct {
 	frozen       bool
 	exited       bool
 	detached     bool
+	detachErr    error        // the first Detach's error, which later calls return
 	execs        atomic.Int64 // written on the tracer thread, read anywhere
 	// tidList caches Threads' answer; the tracer thread clears it when a
 	// thread is added or forgotten.
@@ -789,7 +790,9 @@ func (p *Process) Thaw() error {
 // Detach detaches every thread: each is stopped, then PTRACE_DETACH'ed with
 // its pending signal. A group-stopped process stays stopped. It is
 // idempotent, and safe from a signal handler goroutine or a deferred
-// recover; an exited process detaches without error.
+// recover; an exited process detaches without error. A later call returns
+// the first call's error, so a caller that detaches early (at the end of
+// sampling) and closes later still reports it.
 func (p *Process) Detach() error {
 	var err error
 	if e := p.tr.do(func() { err = p.detach() }); e != nil {
@@ -803,13 +806,14 @@ func (p *Process) Detach() error {
 
 func (p *Process) detach() error {
 	if p.detached {
-		return nil
+		return p.detachErr
 	}
 	p.detached = true
 	p.frozen = true // hold every stop from here on
 	defer delete(p.tr.procs, p.pid)
 	var first error
 	p.tr.stopBatch(func() { first = p.detachThreads() }, nil)
+	p.detachErr = first
 	return first
 }
 

@@ -56,6 +56,10 @@ type Result struct {
 	// Unwinders are the unwinding methods the walks were allowed, in
 	// order (--unwinder, --no-cfi): "sframe", "cfi", "fp", "backchain".
 	Unwinders []string
+	// Notes are one-line notes for the user about what the stacks lack
+	// and how to get it (a Go program without DWARF:
+	// resolve.Resolver.GoStackNote).
+	Notes []string
 }
 
 // Pauses summarises how long threads were stopped: per thread from the stop
@@ -183,6 +187,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	slices.SortFunc(res.Threads, func(a, b ThreadStack) int { return a.TID - b.TID })
 	res.Pauses.summarize(res.Threads)
 	res.Wall = time.Since(start)
+	if n := r.GoStackNote(); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
 	if len(res.Threads) == 0 {
 		if res.ProcessExited {
 			return res, fmt.Errorf("process %d exited during the dump: %w", pid, ErrNoThreads)

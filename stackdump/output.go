@@ -60,6 +60,9 @@ func frameMethod(f profile.Frame) string {
 
 // WriteSummary prints the pause and wall-time line that goes to stderr.
 func WriteSummary(w io.Writer, r *Result) {
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "stacktop: note: %s\n", n)
+	}
 	var unwinders string
 	if len(r.Unwinders) > 0 {
 		unwinders = "; unwinders " + strings.Join(r.Unwinders, ",")

@@ -24,7 +24,7 @@ const (
 	MethodSignal                  // a signal frame (sigcontext)
 	MethodLinkReg                 // frame 0's caller from the link register (x30, r14) of a leaf
 	MethodTailCall                // a function a tail call removed, rebuilt from DWARF call sites (not a walk step)
-	MethodGoStack                 // the goroutine's frame a Go runtime stack switch (systemstack, morestack) left, from g.sched
+	MethodGoStack                 // the goroutine's frame a Go runtime stack switch (systemstack, morestack, mcall) left, from g.sched
 )
 
 func (m Method) String() string {
@@ -182,7 +182,7 @@ type Options struct {
 	// call instruction, and the function has not saved it.
 	FuncAt func(pc uint64) (start, end uint64, ok bool)
 	// Switch, when non-nil, follows stack switches of a language
-	// runtime (Go's systemstack and morestack; see gort/) before the
+	// runtime (Go's systemstack, morestack and mcall; see gort/) before the
 	// ordinary methods are asked; its frames have MethodGoStack.
 	Switch StackSwitcher
 }

@@ -373,6 +373,9 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	if st.LastErr != nil {
 		fmt.Fprintf(w, "  last error: %v\n", st.LastErr)
 	}
+	for _, n := range st.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
 }
 
 // shortfall says why the achieved rate fell below 95% of the asked one,

@@ -111,6 +111,10 @@ func initMain() int {
 			fmt.Println("capture: goprog:", err)
 			fail = true
 		}
+		if err := goMcallCheck(); err != nil {
+			fmt.Println("capture: goprog mcall:", err)
+			fail = true
+		}
 	}
 	fmt.Printf("capture: done at uptime %ss\n", uptime())
 	if fail {
@@ -230,6 +234,64 @@ func goSystemstackCheck() error {
 		j := strings.Index(rest, name)
 		if j < 0 {
 			return fmt.Errorf("no %s after runtime.systemstack", name)
+		}
+		rest = rest[j:]
+	}
+	return nil
+}
+
+// goMcallCheck: goprog's thread goblock waits in the scheduler (futex)
+// for its locked goroutine, parked by mcall(park_m) in a channel receive.
+// stacktop dump must go on past runtime.mcall to the goroutine's frames
+// (method gostack, from m.lockedg.sched), down to runtime.goexit.
+func goMcallCheck() error {
+	cmd := exec.Command("/goprog")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	if line, err := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "ready") {
+		return fmt.Errorf("no ready line (%q, %v)", line, err)
+	}
+	pid := cmd.Process.Pid
+	const futexNR = "98" // arm64
+	deadline := time.Now().Add(20 * time.Second)
+	for blocked := false; !blocked; {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("thread goblock not blocked in futex after 20 s")
+		}
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, d := range tasks {
+			tid, _ := strconv.Atoi(d.Name())
+			sc, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+			if comm(pid, tid) == "goblock" && strings.HasPrefix(string(sc), futexNR+" ") {
+				blocked = true
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// No lines: under emulation the Go runtime's DWARF lines take minutes.
+	fmt.Printf("=== stacktop dump -p %d --thread-name goblock --no-lines (goprog)\n", pid)
+	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "goblock", "--no-lines").CombinedOutput()
+	os.Stdout.Write(b)
+	if err != nil {
+		return fmt.Errorf("dump: %w", err)
+	}
+	text := string(b)
+	i := strings.Index(text, "runtime.mcall")
+	if i < 0 {
+		return fmt.Errorf("no runtime.mcall frame")
+	}
+	rest := text[i:]
+	for _, name := range []string{"runtime.gopark", "[gostack]", "runtime.chanrecv", "main.blockHere", "main.main.func", "runtime.goexit"} {
+		j := strings.Index(rest, name)
+		if j < 0 {
+			return fmt.Errorf("no %s after runtime.mcall", name)
 		}
 		rest = rest[j:]
 	}

@@ -25,6 +25,12 @@ type Options struct {
 	// Wall makes the profile a wall-clock one (the back end samples
 	// sleeping threads too: ptrace's Idle), labelled so in the outputs.
 	Wall bool
+	// CloseAtEnd makes Run close the Source as soon as sampling ends (a
+	// signal, Duration, the process gone), before it waits up to lateWait
+	// for pending lines: the target is released at once, not after the
+	// lines. The caller's own Close of the Source then has nothing left to
+	// do (Close is safe to call again; ptrace's returns the first error).
+	CloseAtEnd bool
 	// Timeline, if positive, keeps only that much of the profile's
 	// timeline and folds older samples into per-thread, per-stack sums
 	// (profile.KeepTimeline): memory bounded on long runs, for outputs
@@ -143,6 +149,9 @@ type Stats struct {
 	// ShortTicks counts ticks that ended at their deadline with threads
 	// not taken.
 	ShortTicks int64
+	// Notes are one-line notes for the user about what the stacks lack
+	// and how to get it (resolve.Resolver.GoStackNote).
+	Notes []string
 }
 
 // PauseStats summarises durations: exact maximum, median and 99th
@@ -181,6 +190,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	// What the profile says must not depend on when it stopped: wait
 	// for the lines still loading, a while (no thread is stopped now).
 	defer e.settleLate(lateWait)
+	if e.opts.CloseAtEnd {
+		defer e.src.Close() // before settleLate (defers run last first)
+	}
 	e.mu.Lock()
 	e.start = time.Now()
 	e.prof.Start = e.start
@@ -480,6 +492,9 @@ func (e *Engine) Stats() Stats {
 	}
 	for k, v := range e.st.interrupts {
 		s.Interrupts[k] = v
+	}
+	if n := e.res.GoStackNote(); n != "" {
+		s.Notes = append(s.Notes, n)
 	}
 	if e.st.ticks > 0 {
 		s.TickWork = e.st.tickWork / time.Duration(e.st.ticks)

@@ -25,6 +25,8 @@ type EngineOptions struct {
 	Idle     bool
 	TIDs     []int
 	Duration time.Duration
+	// CloseAtEnd is Options.CloseAtEnd.
+	CloseAtEnd bool
 }
 
 // Target is a process to record: a recording attaches to it with the
@@ -87,5 +89,5 @@ func newEngine(t testing.TB, tg *Target, opts EngineOptions) *Engine {
 		t.Fatal(err)
 	}
 	tg.res = res
-	return New(src, res, Options{Period: src.Period(), Duration: opts.Duration, Wall: opts.Idle})
+	return New(src, res, Options{Period: src.Period(), Duration: opts.Duration, Wall: opts.Idle, CloseAtEnd: opts.CloseAtEnd})
 }

@@ -12,6 +12,7 @@ import (
 
 	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
+	"stacktop/procmaps"
 	"stacktop/profile"
 )
 
@@ -223,4 +224,67 @@ func recordOnce(b *testing.B, pid int, opts resolve.SymbolOptions, d time.Durati
 	}
 	firstMs = float64(p.Start.Add(p.Events[0].Time).Sub(t0)) / 1e6
 	return firstMs, st.Rate, float64(st.MissedTicks), float64(st.TickWorkMax) / 1e6
+}
+
+// TestCloseAtEndBeforeLines: with CloseAtEnd, the end of sampling leaves
+// the target untraced at once, while Run still waits (up to lateWait) for
+// lines held back: a SIGTERM to record must not keep the target traced
+// for the lines. The caller's Close then has nothing left to detach and
+// no error.
+func TestCloseAtEndBeforeLines(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "cxxinline-sframe3")
+	spin := byName(t, tg, "spin")
+
+	gate := make(chan struct{})
+	resolve.HoldLinesForTest(gate)
+	defer func() { close(gate); resolve.HoldLinesForTest(nil) }()
+	target := openTargetSymbols(t, tg.PID(), resolve.SymbolOptions{AsyncLines: true})
+	e := newEngine(t, target, EngineOptions{Rate: 499, TIDs: spin, CloseAtEnd: true})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	for e.Stats().Samples < 10 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if traced(t, tg.PID()) == 0 {
+		t.Fatal("no thread traced while sampling")
+	}
+	cancel()
+	for traced(t, tg.PID()) > 0 {
+		select {
+		case <-done:
+			t.Fatal("Run returned before the target was untraced")
+		default:
+		}
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-done:
+		t.Fatal("Run returned before the target was untraced (it waits for the held lines)")
+	default:
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := target.Close(); err != nil {
+		t.Errorf("Close after the engine detached: %v", err)
+	}
+}
+
+// traced counts the threads of pid with a tracer.
+func traced(t *testing.T, pid int) int {
+	t.Helper()
+	tids, err := procmaps.Threads(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, tid := range tids {
+		if st, err := procmaps.ReadStatus(pid, tid); err == nil && st.TracerPID != 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -270,6 +270,7 @@ func (fl *Group) Stats() (engine.Stats, int) {
 		sum.Ticks += st.Ticks
 		sum.MissedTicks += st.MissedTicks
 		sum.Lost += st.Lost
+		sum.Notes = append(sum.Notes, st.Notes...)
 		sum.Samples += st.Samples
 		sum.Stops += st.Stops
 		sum.Reused += st.Reused

@@ -1,10 +1,12 @@
 package ptracesampler
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
 	"stacktop/procmaps"
 )
@@ -281,5 +283,22 @@ func TestBackOff(t *testing.T) {
 	th.backOff(tick, true)
 	if th.nextCheck != tick+1 || th.idleChecks != 0 {
 		t.Fatalf("after a run: next check %d (tick %d), idle checks %d; want the next tick, 0", th.nextCheck, tick, th.idleChecks)
+	}
+}
+
+// TestSleepUntilDone: a done context wins over a time already past (a late
+// tick), every time: select alone picks either, and the back end then ran
+// another tick after Ctrl-C or SIGTERM.
+func TestSleepUntilDone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	past := time.Now().Add(-time.Second)
+	for i := 0; i < 1000; i++ {
+		if sleepUntil(ctx, past) {
+			t.Fatalf("try %d: sleepUntil reported true with its context done", i)
+		}
+	}
+	if !sleepUntil(context.Background(), past) {
+		t.Error("sleepUntil(past) = false with a live context")
 	}
 }

@@ -229,8 +229,13 @@ func (s *Source) tickDeadline(ctx context.Context, now time.Time) time.Time {
 	return d
 }
 
-// sleepUntil waits until t, or reports false once ctx is done.
+// sleepUntil waits until t, or reports false once ctx is done. A done ctx
+// wins over a t already past (a late tick): select would pick either, and
+// the loop then ran more ticks after Ctrl-C or SIGTERM (seen: three, 72 ms).
 func sleepUntil(ctx context.Context, t time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
 	timer := time.NewTimer(time.Until(t))
 	defer timer.Stop()
 	select {

@@ -190,7 +190,9 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 	if m, ok := r.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 	}
-	return r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
+	st := r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
+	r.goStacks.check(&st)
+	return st
 }
 
 // Name names the frames of a walk (Walk's, copied if another walk ran

@@ -32,10 +32,12 @@ func isGoRoot(f *profile.Frame) bool {
 // endAtGoRoot makes a stack that reached a Go runtime root complete, and
 // drops what the walk made of the words beyond it. Roots can sit on each
 // other (a new thread's mstart is called by clone, the first one's by
-// rt0_go): the stack ends at the last of a run of them.
+// rt0_go): the stack ends at the last of a run of them. A root whose
+// caller the Go stack switcher found (mcall's, on a locked goroutine's
+// stack: method gostack) is not the end.
 func endAtGoRoot(ts *Stack) {
 	for i := range ts.Frames {
-		if isGoRoot(&ts.Frames[i]) {
+		if isGoRoot(&ts.Frames[i]) && (i+1 == len(ts.Frames) || ts.Frames[i+1].Method != "gostack") {
 			for i+1 < len(ts.Frames) && isGoRoot(&ts.Frames[i+1]) {
 				i++
 			}

@@ -142,7 +142,10 @@ func Start(tr *ptrace.Tracer, pid int, command []string, stdio [3]*os.File, o Op
 	}
 	s.res = res
 	period := time.Duration(float64(time.Second) / o.rate())
-	s.Engine = engine.New(s.src, res, engine.Options{Period: period, Duration: o.Duration, Wall: o.Idle, Timeline: o.Timeline})
+	s.Engine = engine.New(s.src, res, engine.Options{Period: period, Duration: o.Duration, Wall: o.Idle, Timeline: o.Timeline,
+		// The target is released as soon as sampling ends (a signal,
+		// --duration), not after the lines still loading.
+		CloseAtEnd: true})
 	if s.Backend == Ptrace {
 		sampleOnOneCPU()
 	}
