@@ -9,9 +9,9 @@ import (
 
 	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
+	"stacktop/internal/stackdump"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
-	"stacktop/stackdump"
 )
 
 // Exit codes of `stacktop dump`, documented in docs/dump.md.

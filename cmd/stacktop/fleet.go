@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"stacktop/export/otlp"
-	"stacktop/fleet"
+	"stacktop/internal/fleet"
 	"stacktop/procmaps"
 )
 

@@ -5,9 +5,9 @@ import (
 	"os"
 	"regexp"
 
+	"stacktop/internal/live"
 	"stacktop/internal/procgroup"
 	"stacktop/internal/session"
-	"stacktop/live"
 	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/tui"

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/export"
-	"stacktop/fleet"
 	"stacktop/internal/engine"
+	"stacktop/internal/fleet"
 	"stacktop/internal/outfile"
 	"stacktop/internal/perfevent"
 	"stacktop/internal/session"

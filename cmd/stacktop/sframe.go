@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"stacktop/sframereport"
+	"stacktop/internal/sframereport"
 )
 
 // Exit codes of `stacktop sframe`, documented in docs/sframe-inspector.md.

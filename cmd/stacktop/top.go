@@ -8,10 +8,10 @@ import (
 	"os"
 	"time"
 
+	"stacktop/internal/live"
 	"stacktop/internal/perfevent"
 	"stacktop/internal/session"
 	"stacktop/internal/spawn"
-	"stacktop/live"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
 	"stacktop/tui"

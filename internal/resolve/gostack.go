@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"stacktop/gort"
+	"stacktop/internal/gort"
 	"stacktop/internal/modules"
 	"stacktop/unwind"
 )

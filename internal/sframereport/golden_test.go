@@ -12,7 +12,7 @@ import (
 // fixtureDir holds real binaries made by binutils 2.40 (V1), 2.44 (V2) and
 // 2.46+ (V3), each with NAME.readelf.txt, the output of the readelf that
 // could dump it (see its README.md).
-const fixtureDir = "../sframe/testdata"
+const fixtureDir = "../../sframe/testdata"
 
 // normalise collapses white space runs and drops blank lines, which is all
 // the freedom the comparison allows.

@@ -11,7 +11,7 @@ import (
 // schema table of docs/dump.md, so a field added to the output cannot go
 // undocumented.
 func TestJSONSchemaDocumented(t *testing.T) {
-	b, err := os.ReadFile("../docs/dump.md")
+	b, err := os.ReadFile("../../docs/dump.md")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // under the heading of each JSON type, the first column of the table must
 // list exactly that type's JSON field names, in order.
 func TestSchemaDoc(t *testing.T) {
-	doc, err := os.ReadFile("../docs/sframe-inspector.md")
+	doc, err := os.ReadFile("../../docs/sframe-inspector.md")
 	if err != nil {
 		t.Fatal(err)
 	}

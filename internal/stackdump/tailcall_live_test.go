@@ -20,7 +20,7 @@ func buildTailcall(t *testing.T, variant string) string {
 		t.Skip("gcc not installed")
 	}
 	out := filepath.Join(t.TempDir(), "tailcall-"+variant)
-	args := []string{"-O2", "-g", "-pthread", "-o", out, "../testdata/targets/tailcall.c"}
+	args := []string{"-O2", "-g", "-pthread", "-o", out, "../../testdata/targets/tailcall.c"}
 	if variant == "fp" {
 		args = append(args, "-fno-omit-frame-pointer")
 	} else {
