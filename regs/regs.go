@@ -4,7 +4,10 @@
 // unwind (which reads it), so neither package has to know the other.
 package regs
 
-import "fmt"
+import (
+	"fmt"
+	"runtime"
+)
 
 // Arch is a target architecture. It comes from the target (its ELF header or
 // register set), never from the host, so a snapshot of an s390x thread can be
@@ -123,3 +126,18 @@ func (s *Set) SP() uint64 { v, _ := s.Get(s.Arch.SPReg()); return v }
 
 // FP returns the frame pointer (zero if unknown).
 func (s *Set) FP() uint64 { v, _ := s.Get(s.Arch.FPReg()); return v }
+
+// Host is the architecture stacktop itself runs on: the one of the
+// processes a live back end samples (a 64-bit process of another
+// architecture cannot be traced).
+func Host() Arch {
+	switch runtime.GOARCH {
+	case "amd64":
+		return AMD64
+	case "arm64":
+		return ARM64
+	case "s390x":
+		return S390X
+	}
+	return ArchUnknown
+}

@@ -128,7 +128,7 @@ func runRecord(args []string) int {
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}, opts)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			if refused := (*perfevent.RefusedError)(nil); errors.As(err, &refused) && len(cmdArgs) == 0 {
+			if perfRefused(err) && len(cmdArgs) == 0 {
 				return exitRecordRefused
 			}
 			return spawn.FailureCode(err, fail)
@@ -143,6 +143,9 @@ func runRecord(args []string) int {
 			if err := group.Attach(pid); err != nil {
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
 				group.Detach()
+				if perfRefused(err) {
+					return exitRecordRefused
+				}
 				return fail
 			}
 		}
@@ -222,6 +225,7 @@ func runRecord(args []string) int {
 			}
 		}
 		if !f.quiet {
+			st.Notes = append(st.Notes, sess.Notes()...)
 			writeSummary(os.Stderr, st, backendInfo{sess.Backend, sess.Fallback}, f.rate, output, format, werr == nil, exitMsg)
 			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.UnwinderNames(), ","))
 		}
@@ -289,6 +293,13 @@ func showProgress(w io.Writer, eng *engine.Engine) (stop func()) {
 		}
 	}()
 	return func() { close(done); wg.Wait() }
+}
+
+// perfRefused tells an error of the kernel refusing the perf back end's
+// event, which record and top report with their own exit code.
+func perfRefused(err error) bool {
+	var refused *perfevent.RefusedError
+	return errors.As(err, &refused)
 }
 
 // backendInfo says which back end a recording ran on (--backend auto

@@ -7,10 +7,12 @@ import (
 
 	"stacktop/debuginfo"
 	"stacktop/internal/idlist"
+	"stacktop/internal/perfevent"
 	"stacktop/internal/ptracesampler"
 	"stacktop/internal/resolve"
 	"stacktop/internal/session"
 	"stacktop/ptrace"
+	"stacktop/regs"
 )
 
 // samplingFlags are the flags record and top share: what to sample and how.
@@ -43,11 +45,16 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 	if (f.pid > 0) == (len(cmdArgs) > 0) || f.pid < 0 {
 		return fmt.Errorf("give either -p PID or -- CMD")
 	}
-	var idlePerf error
-	if f.idle && f.backend == session.Perf {
-		idlePerf = session.ErrIdlePerf
+	var perfErr error
+	switch {
+	case f.backend != session.Perf:
+	case f.idle:
+		perfErr = session.ErrIdlePerf
+	case f.stackWindow%8 != 0 || f.stackWindow > perfevent.MaxWindow(regs.Host()):
+		perfErr = fmt.Errorf("--stack-window %d: the perf back end copies a multiple of 8 bytes, at most %d (a sample record is at most 64 KiB)",
+			f.stackWindow, perfevent.MaxWindow(regs.Host()))
 	}
-	return checkFlags(checkFloat("rate", f.rate, maxRate), f.stackFlags.check(), idlePerf)
+	return checkFlags(checkFloat("rate", f.rate, maxRate), f.stackFlags.check(), perfErr)
 }
 
 // sessionOptions are the options of a periodic recording: line tables

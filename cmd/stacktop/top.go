@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"stacktop/internal/live"
-	"stacktop/internal/perfevent"
 	"stacktop/internal/session"
 	"stacktop/internal/spawn"
 	"stacktop/procmaps"
@@ -70,7 +69,7 @@ func runTop(args []string) int {
 		devnull.Close()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", err)
-			if refused := (*perfevent.RefusedError)(nil); errors.As(err, &refused) && len(cmdArgs) == 0 {
+			if perfRefused(err) && len(cmdArgs) == 0 {
 				return exitTopRefused
 			}
 			return spawn.FailureCode(err, exitTopNothing)
@@ -97,6 +96,9 @@ func runTop(args []string) int {
 			for _, pid := range f.pids[min(1, len(f.pids)):] {
 				if err := fl.Attach(pid); err != nil {
 					fmt.Fprintln(os.Stderr, "stacktop:", err)
+					if perfRefused(err) {
+						return exitTopRefused
+					}
 					return exitTopNothing
 				}
 			}

@@ -9,8 +9,9 @@
 // passes or the process exits; Snapshot and Stats may be called from any
 // other goroutine meanwhile (live, fleet and the progress line do).
 //
-// Per sample, inside the back end's yield (for ptrace: on the tracer
-// thread, right after the thread resumed), the engine resolves the stack;
+// Per sample, inside the back end's yield (for ptrace: on Run's goroutine,
+// right after the thread resumed, while the tracer thread goes on
+// resuming other threads' signal stops), the engine resolves the stack;
 // at the end of each round it adds the round's samples to the profile
 // under its lock, so a snapshot never shows half a tick. An Unchanged
 // sample (a wall-clock back end's thread that did not run) repeats the

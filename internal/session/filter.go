@@ -13,6 +13,9 @@ import (
 type threadFilter struct {
 	backend.Source
 	tids []int
+	// mapsChanged keeps a dropped sample's MapsChanged for the next
+	// sample passed on: the back end announces new mappings once.
+	mapsChanged *bool
 }
 
 // onlyThreads wraps src to yield only the samples of tids; nil tids keeps
@@ -21,13 +24,18 @@ func onlyThreads(src backend.Source, tids []int) backend.Source {
 	if len(tids) == 0 {
 		return src
 	}
-	return threadFilter{Source: src, tids: tids}
+	return threadFilter{Source: src, tids: tids, mapsChanged: new(bool)}
 }
 
 func (f threadFilter) Next(ctx context.Context, yield func(*backend.Sample)) (backend.Round, error) {
 	return f.Source.Next(ctx, func(s *backend.Sample) {
-		if slices.Contains(f.tids, s.TID) {
-			yield(s)
+		if !slices.Contains(f.tids, s.TID) {
+			*f.mapsChanged = *f.mapsChanged || s.MapsChanged
+			return
 		}
+		if *f.mapsChanged {
+			s.MapsChanged, *f.mapsChanged = true, false
+		}
+		yield(s)
 	})
 }

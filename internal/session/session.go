@@ -88,6 +88,7 @@ type Session struct {
 
 	cache *modules.ModuleCache
 	src   backend.Source
+	perf  *perfevent.Source // src's perf back end, if it is one
 	res   *resolve.Resolver
 	mem   *ptrace.Memory
 	execs func() int
@@ -180,11 +181,15 @@ func (s *Session) open(tr *ptrace.Tracer, o Options) error {
 		var refused *perfevent.RefusedError
 		switch {
 		case err == nil:
-			s.Backend, s.src = Perf, onlyThreads(src, o.TIDs)
+			s.Backend, s.src, s.perf = Perf, onlyThreads(src, o.TIDs), src
 			s.execs = func() int { return int(src.Stats().Execs) }
 			return nil
 		case b == Auto && errors.As(err, &refused):
 			s.Fallback = refused.Error()
+		case b == Auto:
+			// Whatever kept perf from starting (open files, a window
+			// perf cannot carry), ptrace may still sample.
+			s.Fallback = err.Error()
 		default:
 			return err
 		}
@@ -201,6 +206,26 @@ func (s *Session) open(tr *ptrace.Tracer, o Options) error {
 // Execs is how many times the process replaced its program while watched.
 // Call it after Engine.Run returned.
 func (s *Session) Execs() int { return s.execs() }
+
+// Notes are one-line notes for the user about what the back end could
+// not sample. Call it after Engine.Run returned.
+func (s *Session) Notes() []string {
+	if s.perf == nil {
+		return nil
+	}
+	var notes []string
+	st := s.perf.Stats()
+	if st.KernelExcluded {
+		notes = append(notes, "perf: the kernel allowed user-mode samples only (perf_event_paranoid >= 2 without CAP_PERFMON): time in system calls is not in the profile")
+	}
+	if st.Throttled > 0 {
+		notes = append(notes, fmt.Sprintf("perf: the kernel throttled sampling %d times (kernel.perf_event_max_sample_rate): the profile holds fewer samples than the CPU time asks", st.Throttled))
+	}
+	if st.OtherProcs > 0 {
+		notes = append(notes, fmt.Sprintf("perf: %d samples of child processes dropped (record them with --subprocesses and --backend ptrace)", st.OtherProcs))
+	}
+	return notes
+}
 
 // UnwinderNames are the unwinding methods walks may use, for summaries.
 func (s *Session) UnwinderNames() []string { return s.res.UnwinderNames() }
