@@ -10,8 +10,10 @@
 // A ModuleCache lives as long as a sampling session (one `stacktop top` or
 // `record` run) and is shared by every process, thread and sample of it. It
 // opens each ELF object once, parses its headers, build ID and .sframe once,
-// and keeps the file open so later stages can read symbols from
-// Module.File. Modules are keyed by build ID, else by (device, inode, size,
+// builds its DWARF CFI table at the first lookup that needs it
+// (Module.CFI), and keeps the file open so later stages can read symbols
+// from Module.File: every unwind table of a module lives as long as the
+// module, under this one cache. Modules are keyed by build ID, else by (device, inode, size,
 // mtime), so two processes of one binary, or two containers holding copies
 // of it, share one *Module. Close the cache when the session ends; the
 // modules' files are invalid after that.

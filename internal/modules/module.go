@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"stacktop/cfi"
 	"stacktop/internal/buildid"
 	"stacktop/procmaps"
 	"stacktop/regs"
@@ -38,7 +39,49 @@ type Module struct {
 	Key       FileKey         // zero for in-memory images
 
 	closer io.Closer
+	cfi    LazyCFI
 }
+
+// CFI is the module's DWARF CFI table (.eh_frame, .debug_frame), built at
+// its first lookup: most modules of a process, and every module whose
+// frames SFrame covers, never need one, and building one costs a parse of
+// the whole .eh_frame. It lives as long as the module, so it is shared by
+// every process and address-space snapshot that maps the module, under
+// the ModuleCache's one policy, like the module's SFrame section.
+func (m *Module) CFI() *LazyCFI {
+	m.cfi.init.Do(func() { m.cfi.file = m.File })
+	return &m.cfi
+}
+
+// LazyCFI is a module's CFI table, loaded on first use (Module.CFI).
+type LazyCFI struct {
+	init sync.Once
+	file *elf.File
+	once sync.Once
+	tab  *cfi.Table
+	err  error // why the module has no table; lookups then miss
+}
+
+// Lookup finds the CFI row for pc (an address of the object file). A
+// module without usable CFI gives cfi.ErrNoFDE, as a PC without an FDE
+// does: the walker falls back to frame pointers, not to an error.
+func (l *LazyCFI) Lookup(pc uint64) (cfi.Row, error) {
+	l.once.Do(func() {
+		if l.file == nil {
+			l.err = cfi.ErrUnsupported
+			return
+		}
+		l.tab, l.err = cfi.Load(l.file)
+	})
+	if l.tab == nil {
+		return cfi.Row{}, cfi.ErrNoFDE
+	}
+	return l.tab.Lookup(pc)
+}
+
+// Err says why the module has no CFI table (nil before the first lookup,
+// or when it has one).
+func (l *LazyCFI) Err() error { return l.err }
 
 // FileKey identifies a file's contents well enough to share a Module between
 // processes when it has no build ID.
