@@ -48,7 +48,12 @@
 // was created between the listing and its creator's open) is opened at the
 // next round; PERF_RECORD_FORK records mark the inherited ones so none is
 // opened twice. Exited threads' events are closed at the next round (a
-// ring's owning event stays open with the ring). Children forked by the
+// ring's owning event stays open with the ring). At an exec every event of
+// the old program's threads is closed (the ring owners are disabled, with
+// what their threads' children inherited) and the next round opens events
+// on the new program's threads: an execve from a thread other than the main
+// one hands that thread the PID, and its events, filed under its old TID,
+// would otherwise be closed as an exited thread's. Children forked by the
 // process inherit the events too; their samples are dropped (counted in
 // Stats.OtherProcs), as the ptrace back end does not follow children either.
 //

@@ -542,3 +542,44 @@ func TestCancelDrains(t *testing.T) {
 		t.Error("no samples yielded from the rings when ctx ended")
 	}
 }
+
+// TestExecFromThread samples testdata/threadexec.c, whose second thread
+// calls execve: that thread takes over the PID and the events opened for
+// the old program's threads are replaced, so the new program's only thread
+// is sampled like any other (not only by what survives of the old events),
+// and no event is left open for the threads of before.
+func TestExecFromThread(t *testing.T) {
+	bin := buildC(t, "threadexec")
+	tg := targets.StartCommand(t, bin)
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 999})
+	// Two rounds past the exec (200 ms after start) close what belonged
+	// to the old threads; then count the new program's samples.
+	if _, _, err := collect(t, s, 500*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := loadSyms(t, tg.PID(), bin)
+	samples, _, err := collect(t, s, 1200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := 0
+	for _, sm := range samples {
+		if sm.TID == tg.PID() && st.name(sm.Regs.PC) == "after_exec" {
+			after++
+		}
+	}
+	stats := s.Stats()
+	t.Logf("%d samples in 1.2 s, %d in after_exec; %d execs, %d events open", len(samples), after, stats.Execs, stats.Events)
+	if stats.Execs != 1 {
+		t.Errorf("Stats.Execs = %d, want 1", stats.Execs)
+	}
+	// The spinning thread gets at least a few percent of a CPU even on a
+	// loaded machine: 999 Hz x 1.2 s x 5%.
+	if after < 60 {
+		t.Errorf("only %d samples in after_exec in 1.2 s at 999 Hz", after)
+	}
+	if stats.Events != len(s.cpus) {
+		t.Errorf("%d events open for 1 thread x %d CPUs", stats.Events, len(s.cpus))
+	}
+}

@@ -81,6 +81,7 @@ type Source struct {
 	pending   []pending
 	sample    backend.Sample
 	mapsMoved bool
+	execSeen  bool // a COMM exec record of the process in the last drain
 	lastRound time.Time
 	pollFds   []unix.PollFd
 	closed    bool
@@ -109,7 +110,9 @@ func (s *Source) Stats() Stats {
 	for _, r := range s.rings {
 		if r != nil {
 			st.Rings++
-			st.Events++
+			if !r.retired {
+				st.Events++
+			}
 		}
 	}
 	for _, fds := range s.opened {
@@ -124,6 +127,9 @@ type cpuRing struct {
 	mem  []byte
 	ring *Ring
 	hup  bool // the owning thread exited: poll reports POLLHUP for ever
+	// retired: the owning event was disabled at an exec (dropOldImage);
+	// it stays open only as the ring's mapping and output target.
+	retired bool
 }
 
 type pending struct {
@@ -409,6 +415,14 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 	// rings are drained, so it is not opened twice.
 	tids, terr := procmaps.Threads(s.pid)
 	s.drain(&round, yield)
+	if s.execSeen {
+		s.execSeen = false
+		s.dropOldImage()
+		if terr == nil && !exited {
+			// The listing may predate the exec.
+			tids, terr = procmaps.Threads(s.pid)
+		}
+	}
 	if terr != nil || exited {
 		return round, backend.ErrExited
 	}
@@ -437,6 +451,33 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 	}
 	round.Threads = len(tids)
 	return round, nil
+}
+
+// dropOldImage disables and closes the events of the program an exec
+// replaced, so the loop after it opens events on every thread of the new
+// one. An execve from a thread other than the main one gives that thread
+// the PID: its events, opened (or inherited) under its old TID, would be
+// closed as those of an exited thread while the PID stayed marked covered,
+// leaving the new program without events. Events inherited from the ring
+// owners are disabled with them (PERF_EVENT_IOC_DISABLE reaches inherited
+// children), else a thread that survived the exec would be sampled twice;
+// the owners' fds stay open with the mapped rings, which the new events
+// write into.
+func (s *Source) dropOldImage() {
+	for tid, fds := range s.opened {
+		for _, fd := range fds {
+			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+			unix.Close(fd)
+		}
+		delete(s.opened, tid)
+	}
+	clear(s.covered)
+	for _, r := range s.rings {
+		if r != nil && !r.retired {
+			unix.IoctlSetInt(r.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+			r.retired = true
+		}
+	}
 }
 
 // wait blocks until a ring passes its watermark, the interval ends, the
@@ -562,6 +603,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		case RecordComm:
 			if rec.Exec && int(rec.PID) == s.pid {
 				round.Exec = true
+				s.execSeen = true
 				s.stats.Execs++
 				s.mapsMoved = true
 			}
