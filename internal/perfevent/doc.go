@@ -53,9 +53,11 @@
 // what their threads' children inherited) and the next round opens events
 // on the new program's threads: an execve from a thread other than the main
 // one hands that thread the PID, and its events, filed under its old TID,
-// would otherwise be closed as an exited thread's. Children forked by the
-// process inherit the events too; their samples are dropped (counted in
-// Stats.OtherProcs), as the ptrace back end does not follow children either.
+// would otherwise be closed as an exited thread's. Only threads inherit
+// the events (inherit_thread, Linux 5.13), not children forked by the
+// process, as the ptrace back end does not follow children either; an
+// older kernel refuses the bit and the children inherit them too, their
+// samples filling the rings only to be dropped (Stats.OtherProcs).
 //
 // # Reading a ring
 //

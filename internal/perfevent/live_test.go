@@ -583,3 +583,35 @@ func TestExecFromThread(t *testing.T) {
 		t.Errorf("%d events open for 1 thread x %d CPUs", stats.Events, len(s.cpus))
 	}
 }
+
+// TestChildrenNotFollowed samples testdata/forker.c, which forks a busy
+// child after Open: the events are inherited by threads only
+// (inherit_thread), so the child's samples do not fill the rings to be
+// dropped, while the parent's are taken.
+func TestChildrenNotFollowed(t *testing.T) {
+	bin := buildC(t, "forker")
+	tg := targets.StartCommand(t, bin)
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 999})
+	if s.attr.Bits&inheritThread == 0 {
+		t.Skip("the kernel has no inherit_thread (Linux < 5.13): children inherit the events")
+	}
+	samples, _, err := collect(t, s, 1500*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := 0
+	for _, sm := range samples {
+		if sm.TID == tg.PID() {
+			parent++
+		}
+	}
+	st := s.Stats()
+	t.Logf("%d samples, %d of the parent; %d of other processes dropped", len(samples), parent, st.OtherProcs)
+	if parent < 50 {
+		t.Errorf("only %d samples of the spinning parent in 1.5 s at 999 Hz", parent)
+	}
+	if st.OtherProcs > 5 {
+		t.Errorf("%d samples of the forked child reached the rings", st.OtherProcs)
+	}
+}

@@ -214,7 +214,7 @@ func Open(pid int, opt Options) (*Source, error) {
 		// mmap as well as mmap2: the kernel emits mapping records only
 		// while some event has mmap or mmap_data (nr_mmap_events), and
 		// with mmap2 set they come as PERF_RECORD_MMAP2.
-		Bits: unix.PerfBitInherit | unix.PerfBitExcludeHv |
+		Bits: unix.PerfBitInherit | inheritThread | unix.PerfBitExcludeHv |
 			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
 			unix.PerfBitSampleIDAll | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:            uint32(opt.RingBytes / 2),
@@ -250,6 +250,11 @@ func Open(pid int, opt Options) (*Source, error) {
 	return s, nil
 }
 
+// inheritThread is perf_event_attr.inherit_thread (bit 35, Linux 5.13):
+// only threads made by clone(CLONE_THREAD) inherit the events, not child
+// processes, whose samples would fill the rings only to be dropped.
+const inheritThread = unix.CBitFieldMaskBit35
+
 // chooseKernelTime decides whether samples may land while a thread runs
 // in the kernel. A thread's CPU time includes its system calls (on this
 // kind of VM even clock_gettime is one: the vDSO's clock is off), and
@@ -259,16 +264,24 @@ func Open(pid int, opt Options) (*Source, error) {
 // Samples in the kernel still carry the user registers and stack as they
 // were at kernel entry: the user stack that made the call. Without
 // CAP_PERFMON and with perf_event_paranoid >= 2 the kernel refuses that;
-// the event then excludes kernel time and Stats says so.
+// the event then excludes kernel time and Stats says so. A kernel without
+// inherit_thread refuses the bit with EINVAL: the event then inherits into
+// child processes too, as before 5.13 (their samples are dropped).
 func (s *Source) chooseKernelTime(tids []int) {
-	for _, tid := range tids {
-		fd, err := unix.PerfEventOpen(&s.attr, tid, s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC)
+	for i := 0; i < len(tids); i++ {
+		fd, err := unix.PerfEventOpen(&s.attr, tids[i], s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC)
 		switch err {
 		case nil:
 			unix.Close(fd)
 			return
 		case unix.ESRCH:
 			continue
+		case unix.EINVAL:
+			if s.attr.Bits&inheritThread != 0 {
+				s.attr.Bits &^= inheritThread
+				i-- // the same thread again
+				continue
+			}
 		case unix.EACCES, unix.EPERM:
 			s.attr.Bits |= unix.PerfBitExcludeKernel
 			s.stats.KernelExcluded = true
