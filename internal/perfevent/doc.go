@@ -81,9 +81,13 @@
 //     yielded has Sample.MapsChanged set, so a resolver re-reads
 //     /proc/PID/maps before unwinding it (a library dlopen()ed during the
 //     run is then found).
-//   - PERF_RECORD_COMM with the exec flag: Round.Exec. Samples taken
-//     before the exec in the same round are dropped (Round.Failed, their
-//     address space is gone).
+//   - PERF_RECORD_COMM with the exec flag: Round.Exec, and the round ends
+//     there, before any sample of the new program (the engine names
+//     samples as they are yielded and reloads the address space after a
+//     round with Exec). The records after it are copied out of the rings
+//     and handled first by the next call, which does not wait. Samples
+//     taken before the exec in the same round are dropped (Round.Failed,
+//     their address space is gone).
 //   - PERF_RECORD_FORK/EXIT: thread bookkeeping (above); THROTTLE counts
 //     into Stats.Throttled (the kernel lowered the rate: perf_event_max_sample_rate).
 //

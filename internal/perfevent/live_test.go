@@ -428,9 +428,12 @@ func isRefusal(err error, why Refusal) bool {
 }
 
 // TestExecAndDlopen samples testdata/execer.c, which execs itself and then
-// dlopen()s libm and spins in cos(): a round reports Exec, sampling goes on
-// in the new program, and the first sample after each of the two address
-// space changes carries MapsChanged, before any sample in libm.
+// dlopen()s libm and spins in cos(): a round reports Exec and ends there,
+// with no sample (those before the exec lost their address space, those
+// after are the next round's: the engine reloads the address space between
+// rounds), sampling goes on in the new program, and the first sample after
+// each of the two address space changes carries MapsChanged, before any
+// sample in libm.
 func TestExecAndDlopen(t *testing.T) {
 	bin := buildC(t, "execer")
 	tg := targets.StartCommand(t, bin)
@@ -438,14 +441,22 @@ func TestExecAndDlopen(t *testing.T) {
 	s := openOrSkip(t, tg.PID(), Options{Rate: 499})
 	var samples []backend.Sample
 	var exec bool
+	afterExec := -1 // index of the first sample of a round after the Exec one
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	for ctx.Err() == nil {
+		n := len(samples)
 		r, err := s.Next(ctx, func(sm *backend.Sample) {
 			c := *sm
 			c.Stack = nil
 			samples = append(samples, c)
 		})
+		if r.Exec {
+			if len(samples) > n {
+				t.Errorf("the round with Exec yielded %d samples, want none", len(samples)-n)
+			}
+			afterExec = len(samples)
+		}
 		exec = exec || r.Exec
 		if err != nil && ctx.Err() == nil {
 			t.Fatal(err)
@@ -479,6 +490,9 @@ func TestExecAndDlopen(t *testing.T) {
 	t.Logf("%d samples, MapsChanged at %v, first in libm at %d", len(samples), changed, firstLibm)
 	if firstLibm < 0 {
 		t.Fatal("no sample in libm after the dlopen")
+	}
+	if afterExec >= len(samples) || !samples[afterExec].MapsChanged {
+		t.Errorf("the first sample after the Exec round (%d of %d) has no MapsChanged", afterExec, len(samples))
 	}
 	if len(changed) < 2 || changed[len(changed)-1] > firstLibm {
 		t.Errorf("MapsChanged at %v: want the exec and the dlopen, before the first sample in libm (%d)", changed, firstLibm)

@@ -79,9 +79,9 @@ type Source struct {
 	mono    int64     // CLOCK_MONOTONIC ns at wall
 
 	pending   []pending
+	carry     []pending // records after an exec, for the next round (bytes copied)
 	sample    backend.Sample
 	mapsMoved bool
-	execSeen  bool // a COMM exec record of the process in the last drain
 	lastRound time.Time
 	pollFds   []unix.PollFd
 	closed    bool
@@ -404,32 +404,41 @@ func hasPerfmon() bool {
 
 // Next waits until a ring is half full or Options.Interval has passed since
 // the previous round, then yields every sample the kernel wrote, ordered
-// by time across CPUs. When ctx ends it still yields what the rings hold,
-// then returns ctx.Err().
+// by time across CPUs. A round ends at an exec of the process: it returns
+// with Round.Exec before any sample of the new program, and the next call
+// yields the records after the exec at once, without waiting. When ctx
+// ends it still yields what the rings hold, then returns ctx.Err().
 func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend.Round, error) {
 	var round backend.Round
 	if s.closed {
 		return round, errors.New("perfevent: Next after Close")
 	}
-	exited, err := s.wait(ctx)
-	if err != nil && ctx.Err() == nil {
-		return round, err
+	var exited bool
+	var err error
+	if len(s.carry) == 0 {
+		exited, err = s.wait(ctx)
+		if err != nil && ctx.Err() == nil {
+			return round, err
+		}
 	}
 	s.lastRound = time.Now()
 	if err != nil {
 		// ctx ended (Ctrl-C, --duration): what the kernel wrote since
 		// the previous round is still yielded, so the last interval is
 		// not lost.
-		s.drain(&round, yield)
+		if s.drain(&round, yield) {
+			// Ended at an exec: the rest is the next call's.
+			s.dropOldImage()
+			return round, nil
+		}
 		return round, err
 	}
 	// List the threads before draining: a thread the kernel created with
 	// an inherited event has written its FORK record by the time the
 	// rings are drained, so it is not opened twice.
 	tids, terr := procmaps.Threads(s.pid)
-	s.drain(&round, yield)
-	if s.execSeen {
-		s.execSeen = false
+	execed := s.drain(&round, yield)
+	if execed {
 		s.dropOldImage()
 		if terr == nil && !exited {
 			// The listing may predate the exec.
@@ -437,6 +446,11 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 		}
 	}
 	if terr != nil || exited {
+		if execed {
+			// The records after the exec come first; the next call,
+			// which does not wait, then finds the process gone.
+			return round, nil
+		}
 		return round, backend.ErrExited
 	}
 	live := make(map[int]bool, len(tids))
@@ -550,10 +564,15 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 // followed them in the same round: their address space is gone.
 var errBeforeExec = errors.New("perfevent: sample taken before the process called execve")
 
-// drain parses every ring up to its head, orders the records by time and
-// handles them, then releases the rings.
-func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
-	s.pending = s.pending[:0]
+// drain parses every ring up to its head, orders the records by time (with
+// those an exec left over) and handles them, then releases the rings. At
+// the first exec record of the process it stops and reports true: the
+// engine names samples as they are yielded and reloads the address space
+// only after a round with Exec, so the records after it are copied out of
+// the rings (at most the rings' size, once per exec) for the next round.
+func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) bool {
+	s.pending = append(s.pending[:0], s.carry...)
+	s.carry = s.carry[:0]
 	for i, r := range s.rings {
 		if r == nil {
 			continue
@@ -586,13 +605,14 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		}
 	}
 	sort.SliceStable(s.pending, func(a, b int) bool { return s.pending[a].rec.Time < s.pending[b].rec.Time })
-	lastExec := -1
+	end := len(s.pending) // the exec record, else past the last
 	for i := range s.pending {
 		if rec := &s.pending[i].rec; rec.Type == RecordComm && rec.Exec && int(rec.PID) == s.pid {
-			lastExec = i
+			end = i
+			break
 		}
 	}
-	for i := range s.pending {
+	for i := range s.pending[:min(end+1, len(s.pending))] {
 		rec := &s.pending[i].rec
 		switch rec.Type {
 		case RecordSample:
@@ -600,7 +620,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 				s.stats.OtherProcs++
 				continue
 			}
-			if i < lastExec {
+			if i < end && end < len(s.pending) {
 				round.Failed++
 				round.Err = errBeforeExec
 				continue
@@ -616,7 +636,6 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		case RecordComm:
 			if rec.Exec && int(rec.PID) == s.pid {
 				round.Exec = true
-				s.execSeen = true
 				s.stats.Execs++
 				s.mapsMoved = true
 			}
@@ -632,10 +651,37 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 			s.stats.Throttled++
 		}
 	}
+	if end < len(s.pending) {
+		s.keep(s.pending[end+1:])
+	}
 	for _, r := range s.rings {
 		if r != nil {
 			r.ring.Release()
 		}
+	}
+	return end < len(s.pending)
+}
+
+// keep copies records into s.carry, with the bytes they point to, which
+// lie in the rings (or in the previous carry's buffer).
+func (s *Source) keep(recs []pending) {
+	n := 0
+	for i := range recs {
+		r := &recs[i].rec
+		n += len(r.Stack) + len(r.Comm) + len(r.Filename)
+	}
+	buf := make([]byte, 0, n)
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	s.carry = append(s.carry[:0], recs...)
+	for i := range s.carry {
+		r := &s.carry[i].rec
+		r.Stack, r.Comm, r.Filename = clone(r.Stack), clone(r.Comm), clone(r.Filename)
 	}
 }
 
