@@ -47,7 +47,9 @@
 // A thread that appears in /proc/PID/task without an inherited event (it
 // was created between the listing and its creator's open) is opened at the
 // next round; PERF_RECORD_FORK records mark the inherited ones so none is
-// opened twice. Exited threads' events are closed at the next round (a
+// opened twice. A thread whose events cannot be opened (too many open
+// files) counts once in Round.Failed and is tried again once a second,
+// not at every round. Exited threads' events are closed at the next round (a
 // ring's owning event stays open with the ring). At an exec every event of
 // the old program's threads is closed (the ring owners are disabled, with
 // what their threads' children inherited) and the next round opens events

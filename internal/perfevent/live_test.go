@@ -629,3 +629,63 @@ func TestChildrenNotFollowed(t *testing.T) {
 		t.Errorf("%d samples of the forked child reached the rings", st.OtherProcs)
 	}
 }
+
+// TestOpenFailureCountedOnce: a thread whose events cannot be opened
+// (EMFILE: out of file descriptors) counts one failure, not one per round,
+// is not retried at every round, and is opened once descriptors are free
+// again.
+func TestOpenFailureCountedOnce(t *testing.T) {
+	bin := buildC(t, "busy")
+	tg := targets.StartCommand(t, bin, "1")
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 99, Interval: 20 * time.Millisecond})
+	if len(s.cpus) < 2 {
+		t.Skip("needs 2 CPUs: a thread's open then fails after its first event")
+	}
+	// Forget the busy thread's events, as if it had appeared unseen.
+	var tid int
+	for id, fds := range s.opened {
+		tid = id
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if tid == 0 {
+		t.Fatal("no thread with events of its own")
+	}
+	delete(s.opened, tid)
+	delete(s.covered, tid)
+	// Leave one free descriptor (the task directory's listing takes it
+	// for a moment): the thread's first event opens, the second fails.
+	probe, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(probe)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) }
+	t.Cleanup(restore)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: uint64(probe) + 1, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	_, round, err := collect(t, s, 600*time.Millisecond, nil)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("30 rounds out of descriptors: failed %d (%v)", round.Failed, round.Err)
+	if round.Failed != 1 || !errors.Is(round.Err, unix.EMFILE) {
+		t.Errorf("failed %d, last %v: want 1 EMFILE", round.Failed, round.Err)
+	}
+	// Retried now and then: opened within a retry interval of the limit's
+	// restoration.
+	if _, _, err := collect(t, s, 1500*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); !s.covered[tid] || st.Events != 2*len(s.cpus) {
+		t.Errorf("thread %d not opened again after descriptors were freed: covered %v, %d events", tid, s.covered[tid], st.Events)
+	}
+}

@@ -74,9 +74,12 @@ type Source struct {
 
 	opened  map[int][]int // TID -> its events' fds (not ring owners)
 	covered map[int]bool  // TIDs with events: opened or inherited (FORK seen)
-	pidfd   int
-	wall    time.Time // wall clock at mono
-	mono    int64     // CLOCK_MONOTONIC ns at wall
+	// failed holds threads whose events could not be opened (EMFILE...):
+	// when to try again. Counted once in Round.Failed, not every round.
+	failed map[int]time.Time
+	pidfd  int
+	wall   time.Time // wall clock at mono
+	mono   int64     // CLOCK_MONOTONIC ns at wall
 
 	pending   []pending
 	carry     []pending // records after an exec, for the next round (bytes copied)
@@ -197,6 +200,7 @@ func Open(pid int, opt Options) (*Source, error) {
 		rings:   make([]*cpuRing, len(cpus)),
 		opened:  map[int][]int{},
 		covered: map[int]bool{},
+		failed:  map[int]time.Time{},
 		pidfd:   -1,
 	}
 	s.format = Format{
@@ -454,13 +458,29 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 		return round, backend.ErrExited
 	}
 	live := make(map[int]bool, len(tids))
+	now := time.Now()
 	for _, tid := range tids {
 		live[tid] = true
-		if !s.covered[tid] {
-			if err := s.openThread(tid); err != nil {
+		if s.covered[tid] {
+			continue
+		}
+		retry, failedBefore := s.failed[tid]
+		if failedBefore && now.Before(retry) {
+			continue
+		}
+		if err := s.openThread(tid); err != nil {
+			if !failedBefore {
 				round.Failed++
 				round.Err = err
 			}
+			s.failed[tid] = now.Add(openRetry)
+			continue
+		}
+		delete(s.failed, tid)
+	}
+	for tid := range s.failed {
+		if !live[tid] || s.covered[tid] {
+			delete(s.failed, tid)
 		}
 	}
 	for tid, fds := range s.opened {
@@ -499,6 +519,7 @@ func (s *Source) dropOldImage() {
 		delete(s.opened, tid)
 	}
 	clear(s.covered)
+	clear(s.failed)
 	for _, r := range s.rings {
 		if r != nil && !r.retired {
 			unix.IoctlSetInt(r.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
@@ -506,6 +527,10 @@ func (s *Source) dropOldImage() {
 		}
 	}
 }
+
+// openRetry is how often a thread whose events could not be opened is tried
+// again: the cause (too many open files, mostly) rarely goes away soon.
+const openRetry = time.Second
 
 // wait blocks until a ring passes its watermark, the interval ends, the
 // process exits (true) or ctx is done.
