@@ -14,9 +14,14 @@
 // RegsLayout (the kernel's perf_regs numbering, mapped to DWARF numbers in
 // regs.Set; x86-64, arm64 and s390x) and sample_stack_user = the window
 // (Options.Window, a multiple of 8 up to MaxWindow: a record's size is a
-// 16-bit field). exclude_kernel is set, so the event needs no more than
-// perf_event_paranoid 2 allows, and CPU time a thread spends in the kernel
-// (system calls, page faults) is not sampled: the profile is of user time.
+// 16-bit field). CPU time a thread spends in the kernel (system calls,
+// page faults) is sampled where the kernel allows it (CAP_PERFMON, or
+// perf_event_paranoid below 2): such a sample carries the user registers
+// and stack as they were at kernel entry, so the time is charged to the
+// user code that made the call, as the ptrace back end's CPU-time weights
+// do. Where the kernel refuses, Open sets exclude_kernel (what
+// perf_event_paranoid 2 allows), the profile is of user time only, and
+// Stats.KernelExcluded says so.
 // The kernel copies the stack in the interrupt and cannot fault pages in:
 // the copy (Sample.Stack) ends early at unmapped memory and also at a
 // stack page that is not resident (swapped out, or never touched near the

@@ -94,7 +94,7 @@ type Source struct {
 // Stats are counters of a Source beyond those of backend.Round.
 type Stats struct {
 	Throttled  int64 // PERF_RECORD_THROTTLE records: the kernel lowered the rate (perf_event_max_sample_rate)
-	OtherProcs int64 // samples of child processes (they inherit the events), dropped
+	OtherProcs int64 // samples of child processes (which inherit the events only on kernels without inherit_thread), dropped
 	Events     int   // perf events open now (threads opened x CPUs)
 	Rings      int   // ring buffers (one per CPU)
 	RingBytes  int   // data bytes of each ring
