@@ -55,7 +55,9 @@
 // opened twice. A thread whose events cannot be opened (too many open
 // files) counts once in Round.Failed and is tried again once a second,
 // not at every round. Exited threads' events are closed at the next round (a
-// ring's owning event stays open with the ring). At an exec every event of
+// ring's owning event stays open with the ring; once its thread is gone
+// Next polls another event that writes into the ring for the watermark).
+// At an exec every event of
 // the old program's threads is closed (the ring owners are disabled, with
 // what their threads' children inherited) and the next round opens events
 // on the new program's threads: an execve from a thread other than the main

@@ -73,6 +73,7 @@ type Source struct {
 	rings  []*cpuRing // one per CPU, index as cpus
 
 	opened  map[int][]int // TID -> its events' fds (not ring owners)
+	ringOf  map[int]int   // fd in opened -> index of the ring it writes to
 	covered map[int]bool  // TIDs with events: opened or inherited (FORK seen)
 	// failed holds threads whose events could not be opened (EMFILE...):
 	// when to try again. Counted once in Round.Failed, not every round.
@@ -129,7 +130,11 @@ type cpuRing struct {
 	fd   int // the event the ring is mapped from
 	mem  []byte
 	ring *Ring
-	hup  bool // the owning thread exited: poll reports POLLHUP for ever
+	// pollFd is the event Next polls for the ring's watermark: the owner,
+	// or once the owner's thread is gone (hup), another event writing
+	// into the ring (any of them is woken), chosen at the end of a round.
+	pollFd int
+	hup    bool // pollFd's thread exited: poll reports POLLHUP for ever
 	// retired: the owning event was disabled at an exec (dropOldImage);
 	// it stays open only as the ring's mapping and output target.
 	retired bool
@@ -199,6 +204,7 @@ func Open(pid int, opt Options) (*Source, error) {
 		pid: pid, opt: opt, layout: layout, cpus: cpus,
 		rings:   make([]*cpuRing, len(cpus)),
 		opened:  map[int][]int{},
+		ringOf:  map[int]int{},
 		covered: map[int]bool{},
 		failed:  map[int]time.Time{},
 		pidfd:   -1,
@@ -332,6 +338,7 @@ func (s *Source) openThread(tid int) error {
 			return fmt.Errorf("perfevent: thread %d: PERF_EVENT_IOC_SET_OUTPUT: %w", tid, err)
 		}
 		fds = append(fds, fd)
+		s.ringOf[fd] = i
 	}
 	s.opened[tid] = fds
 	s.covered[tid] = true
@@ -361,7 +368,7 @@ func (s *Source) mapRing(fd, cpu int) (*cpuRing, error) {
 		unix.Munmap(mem)
 		return nil, err
 	}
-	return &cpuRing{cpu: cpu, fd: fd, mem: mem, ring: ring}, nil
+	return &cpuRing{cpu: cpu, fd: fd, pollFd: fd, mem: mem, ring: ring}, nil
 }
 
 // refused classifies a perf_event_open or mmap failure.
@@ -485,9 +492,7 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 	}
 	for tid, fds := range s.opened {
 		if !live[tid] {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
+			s.closeEvents(fds)
 			delete(s.opened, tid)
 		}
 	}
@@ -496,6 +501,7 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 			delete(s.covered, tid)
 		}
 	}
+	s.choosePollFds()
 	round.Threads = len(tids)
 	return round, nil
 }
@@ -512,10 +518,7 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 // write into.
 func (s *Source) dropOldImage() {
 	for tid, fds := range s.opened {
-		for _, fd := range fds {
-			unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
-			unix.Close(fd)
-		}
+		s.closeEvents(fds)
 		delete(s.opened, tid)
 	}
 	clear(s.covered)
@@ -524,6 +527,37 @@ func (s *Source) dropOldImage() {
 		if r != nil && !r.retired {
 			unix.IoctlSetInt(r.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
 			r.retired = true
+		}
+	}
+}
+
+// closeEvents disables and closes events of s.opened. A ring polled through
+// one of them is polled through its owner again (which may report the hup
+// at once; choosePollFds then finds another).
+func (s *Source) closeEvents(fds []int) {
+	for _, fd := range fds {
+		if i, ok := s.ringOf[fd]; ok {
+			if r := s.rings[i]; r != nil && r.pollFd == fd {
+				r.pollFd, r.hup = r.fd, false
+			}
+			delete(s.ringOf, fd)
+		}
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+		unix.Close(fd)
+	}
+}
+
+// choosePollFds gives a ring whose polled event's thread has exited (the
+// owner's, typically the main thread's: after an execve from another
+// thread it always is) another event writing into it, so the half-ring
+// watermark wakes Next again instead of the ring overflowing until the
+// interval ends.
+func (s *Source) choosePollFds() {
+	for _, fds := range s.opened {
+		for _, fd := range fds {
+			if r := s.rings[s.ringOf[fd]]; r != nil && r.hup && fd != r.pollFd {
+				r.pollFd, r.hup = fd, false
+			}
 		}
 	}
 }
@@ -550,7 +584,7 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 		s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(s.pidfd), Events: unix.POLLIN})
 		for _, r := range s.rings {
 			if r != nil && !r.hup {
-				s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(r.fd), Events: unix.POLLIN})
+				s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(r.pollFd), Events: unix.POLLIN})
 			}
 		}
 		n, err := unix.Poll(s.pollFds, max(ms, 1))
@@ -570,7 +604,7 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 		for _, p := range s.pollFds[1:] {
 			if p.Revents&unix.POLLHUP != 0 {
 				for _, r := range s.rings {
-					if r != nil && r.fd == int(p.Fd) {
+					if r != nil && r.pollFd == int(p.Fd) {
 						r.hup = true
 					}
 				}
