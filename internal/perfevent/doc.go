@@ -14,9 +14,14 @@
 // RegsLayout (the kernel's perf_regs numbering, mapped to DWARF numbers in
 // regs.Set; x86-64, arm64 and s390x) and sample_stack_user = the window
 // (Options.Window, a multiple of 8 up to MaxWindow: a record's size is a
-// 16-bit field). exclude_kernel is set, so the event needs no more than
-// perf_event_paranoid 2 allows, and CPU time a thread spends in the kernel
-// (system calls, page faults) is not sampled: the profile is of user time.
+// 16-bit field). CPU time a thread spends in the kernel (system calls,
+// page faults) is sampled where the kernel allows it (CAP_PERFMON, or
+// perf_event_paranoid below 2): such a sample carries the user registers
+// and stack as they were at kernel entry, so the time is charged to the
+// user code that made the call, as the ptrace back end's CPU-time weights
+// do. Where the kernel refuses, Open sets exclude_kernel (what
+// perf_event_paranoid 2 allows), the profile is of user time only, and
+// Stats.KernelExcluded says so.
 // The kernel copies the stack in the interrupt and cannot fault pages in:
 // the copy (Sample.Stack) ends early at unmapped memory and also at a
 // stack page that is not resident (swapped out, or never touched near the
@@ -47,10 +52,21 @@
 // A thread that appears in /proc/PID/task without an inherited event (it
 // was created between the listing and its creator's open) is opened at the
 // next round; PERF_RECORD_FORK records mark the inherited ones so none is
-// opened twice. Exited threads' events are closed at the next round (a
-// ring's owning event stays open with the ring). Children forked by the
-// process inherit the events too; their samples are dropped (counted in
-// Stats.OtherProcs), as the ptrace back end does not follow children either.
+// opened twice. A thread whose events cannot be opened (too many open
+// files) counts once in Round.Failed and is tried again once a second,
+// not at every round. Exited threads' events are closed at the next round (a
+// ring's owning event stays open with the ring; once its thread is gone
+// Next polls another event that writes into the ring for the watermark).
+// At an exec every event of
+// the old program's threads is closed (the ring owners are disabled, with
+// what their threads' children inherited) and the next round opens events
+// on the new program's threads: an execve from a thread other than the main
+// one hands that thread the PID, and its events, filed under its old TID,
+// would otherwise be closed as an exited thread's. Only threads inherit
+// the events (inherit_thread, Linux 5.13), not children forked by the
+// process, as the ptrace back end does not follow children either; an
+// older kernel refuses the bit and the children inherit them too, their
+// samples filling the rings only to be dropped (Stats.OtherProcs).
 //
 // # Reading a ring
 //
@@ -74,9 +90,13 @@
 //     yielded has Sample.MapsChanged set, so a resolver re-reads
 //     /proc/PID/maps before unwinding it (a library dlopen()ed during the
 //     run is then found).
-//   - PERF_RECORD_COMM with the exec flag: Round.Exec. Samples taken
-//     before the exec in the same round are dropped (Round.Failed, their
-//     address space is gone).
+//   - PERF_RECORD_COMM with the exec flag: Round.Exec, and the round ends
+//     there, before any sample of the new program (the engine names
+//     samples as they are yielded and reloads the address space after a
+//     round with Exec). The records after it are copied out of the rings
+//     and handled first by the next call, which does not wait. Samples
+//     taken before the exec in the same round are dropped (Round.Failed,
+//     their address space is gone).
 //   - PERF_RECORD_FORK/EXIT: thread bookkeeping (above); THROTTLE counts
 //     into Stats.Throttled (the kernel lowered the rate: perf_event_max_sample_rate).
 //

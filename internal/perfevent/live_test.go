@@ -428,9 +428,12 @@ func isRefusal(err error, why Refusal) bool {
 }
 
 // TestExecAndDlopen samples testdata/execer.c, which execs itself and then
-// dlopen()s libm and spins in cos(): a round reports Exec, sampling goes on
-// in the new program, and the first sample after each of the two address
-// space changes carries MapsChanged, before any sample in libm.
+// dlopen()s libm and spins in cos(): a round reports Exec and ends there,
+// with no sample (those before the exec lost their address space, those
+// after are the next round's: the engine reloads the address space between
+// rounds), sampling goes on in the new program, and the first sample after
+// each of the two address space changes carries MapsChanged, before any
+// sample in libm.
 func TestExecAndDlopen(t *testing.T) {
 	bin := buildC(t, "execer")
 	tg := targets.StartCommand(t, bin)
@@ -438,14 +441,22 @@ func TestExecAndDlopen(t *testing.T) {
 	s := openOrSkip(t, tg.PID(), Options{Rate: 499})
 	var samples []backend.Sample
 	var exec bool
+	afterExec := -1 // index of the first sample of a round after the Exec one
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	for ctx.Err() == nil {
+		n := len(samples)
 		r, err := s.Next(ctx, func(sm *backend.Sample) {
 			c := *sm
 			c.Stack = nil
 			samples = append(samples, c)
 		})
+		if r.Exec {
+			if len(samples) > n {
+				t.Errorf("the round with Exec yielded %d samples, want none", len(samples)-n)
+			}
+			afterExec = len(samples)
+		}
 		exec = exec || r.Exec
 		if err != nil && ctx.Err() == nil {
 			t.Fatal(err)
@@ -479,6 +490,9 @@ func TestExecAndDlopen(t *testing.T) {
 	t.Logf("%d samples, MapsChanged at %v, first in libm at %d", len(samples), changed, firstLibm)
 	if firstLibm < 0 {
 		t.Fatal("no sample in libm after the dlopen")
+	}
+	if afterExec >= len(samples) || !samples[afterExec].MapsChanged {
+		t.Errorf("the first sample after the Exec round (%d of %d) has no MapsChanged", afterExec, len(samples))
 	}
 	if len(changed) < 2 || changed[len(changed)-1] > firstLibm {
 		t.Errorf("MapsChanged at %v: want the exec and the dlopen, before the first sample in libm (%d)", changed, firstLibm)
@@ -540,5 +554,151 @@ func TestCancelDrains(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no samples yielded from the rings when ctx ended")
+	}
+}
+
+// TestExecFromThread samples testdata/threadexec.c, whose second thread
+// calls execve: that thread takes over the PID and the events opened for
+// the old program's threads are replaced, so the new program's only thread
+// is sampled like any other (not only by what survives of the old events),
+// no event is left open for the threads of before, and the rings, whose
+// owning thread is gone, still wake Next at their watermark.
+func TestExecFromThread(t *testing.T) {
+	bin := buildC(t, "threadexec")
+	tg := targets.StartCommand(t, bin)
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 999, RingBytes: 512 << 10})
+	// Two rounds past the exec (200 ms after start) close what belonged
+	// to the old threads; then count the new program's samples.
+	if _, _, err := collect(t, s, 500*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := loadSyms(t, tg.PID(), bin)
+	samples, round, err := collect(t, s, 1200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := 0
+	for _, sm := range samples {
+		if sm.TID == tg.PID() && st.name(sm.Regs.PC) == "after_exec" {
+			after++
+		}
+	}
+	stats := s.Stats()
+	t.Logf("%d samples in 1.2 s, %d in after_exec, %d lost; %d execs, %d events open", len(samples), after, round.Lost, stats.Execs, stats.Events)
+	if stats.Execs != 1 {
+		t.Errorf("Stats.Execs = %d, want 1", stats.Execs)
+	}
+	// The spinning thread gets at least a few percent of a CPU even on a
+	// loaded machine: 999 Hz x 1.2 s x 5%.
+	if after < 60 {
+		t.Errorf("only %d samples in after_exec in 1.2 s at 999 Hz", after)
+	}
+	if stats.Events != len(s.cpus) {
+		t.Errorf("%d events open for 1 thread x %d CPUs", stats.Events, len(s.cpus))
+	}
+	// The rings are the 512 KiB a user without CAP_PERFMON gets (31
+	// samples of the default window): the old main thread that owned
+	// them is gone, and unless Next polls another event writing into
+	// them, nothing wakes it at the half-ring watermark and most samples
+	// are lost.
+	if round.Lost > int64(len(samples))/4 {
+		t.Errorf("%d samples lost, %d taken: the rings' watermark does not wake Next after the exec", round.Lost, len(samples))
+	}
+}
+
+// TestChildrenNotFollowed samples testdata/forker.c, which forks a busy
+// child after Open: the events are inherited by threads only
+// (inherit_thread), so the child's samples do not fill the rings to be
+// dropped, while the parent's are taken.
+func TestChildrenNotFollowed(t *testing.T) {
+	bin := buildC(t, "forker")
+	tg := targets.StartCommand(t, bin)
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 999})
+	if s.attr.Bits&inheritThread == 0 {
+		t.Skip("the kernel has no inherit_thread (Linux < 5.13): children inherit the events")
+	}
+	samples, _, err := collect(t, s, 1500*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := 0
+	for _, sm := range samples {
+		if sm.TID == tg.PID() {
+			parent++
+		}
+	}
+	st := s.Stats()
+	t.Logf("%d samples, %d of the parent; %d of other processes dropped", len(samples), parent, st.OtherProcs)
+	if parent < 50 {
+		t.Errorf("only %d samples of the spinning parent in 1.5 s at 999 Hz", parent)
+	}
+	if st.OtherProcs > 5 {
+		t.Errorf("%d samples of the forked child reached the rings", st.OtherProcs)
+	}
+}
+
+// TestOpenFailureCountedOnce: a thread whose events cannot be opened
+// (EMFILE: out of file descriptors) counts one failure, not one per round,
+// is not retried at every round, and is opened once descriptors are free
+// again.
+func TestOpenFailureCountedOnce(t *testing.T) {
+	bin := buildC(t, "busy")
+	tg := targets.StartCommand(t, bin, "1")
+	<-tg.Ready()
+	s := openOrSkip(t, tg.PID(), Options{Rate: 99, Interval: 20 * time.Millisecond})
+	if len(s.cpus) < 2 {
+		t.Skip("needs 2 CPUs: a thread's open then fails after its first event")
+	}
+	// Forget the busy thread's events, as if it had appeared unseen.
+	var tid int
+	for id, fds := range s.opened {
+		if len(fds) == 0 {
+			continue // the main thread's events own the rings
+		}
+		tid = id
+		for _, fd := range fds {
+			unix.Close(fd)
+			delete(s.ringOf, fd)
+		}
+	}
+	if tid == 0 {
+		t.Fatal("no thread with events of its own")
+	}
+	delete(s.opened, tid)
+	delete(s.covered, tid)
+	// Leave one free descriptor (the task directory's listing takes it
+	// for a moment): the thread's first event opens, the second fails.
+	probe, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	unix.Close(probe)
+	var old unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	restore := func() { unix.Setrlimit(unix.RLIMIT_NOFILE, &old) }
+	t.Cleanup(restore)
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: uint64(probe) + 1, Max: old.Max}); err != nil {
+		t.Fatal(err)
+	}
+	_, round, err := collect(t, s, 600*time.Millisecond, nil)
+	restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("30 rounds out of descriptors: failed %d (%v)", round.Failed, round.Err)
+	if round.Failed != 1 || !errors.Is(round.Err, unix.EMFILE) {
+		t.Errorf("failed %d, last %v: want 1 EMFILE", round.Failed, round.Err)
+	}
+	// Retried now and then: opened within a retry interval of the limit's
+	// restoration.
+	if _, _, err := collect(t, s, 1500*time.Millisecond, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); !s.covered[tid] || st.Events != 2*len(s.cpus) {
+		t.Errorf("thread %d not opened again after descriptors were freed: covered %v, %d events", tid, s.covered[tid], st.Events)
 	}
 }

@@ -73,12 +73,17 @@ type Source struct {
 	rings  []*cpuRing // one per CPU, index as cpus
 
 	opened  map[int][]int // TID -> its events' fds (not ring owners)
+	ringOf  map[int]int   // fd in opened -> index of the ring it writes to
 	covered map[int]bool  // TIDs with events: opened or inherited (FORK seen)
-	pidfd   int
-	wall    time.Time // wall clock at mono
-	mono    int64     // CLOCK_MONOTONIC ns at wall
+	// failed holds threads whose events could not be opened (EMFILE...):
+	// when to try again. Counted once in Round.Failed, not every round.
+	failed map[int]time.Time
+	pidfd  int
+	wall   time.Time // wall clock at mono
+	mono   int64     // CLOCK_MONOTONIC ns at wall
 
 	pending   []pending
+	carry     []pending // records after an exec, for the next round (bytes copied)
 	sample    backend.Sample
 	mapsMoved bool
 	lastRound time.Time
@@ -90,7 +95,7 @@ type Source struct {
 // Stats are counters of a Source beyond those of backend.Round.
 type Stats struct {
 	Throttled  int64 // PERF_RECORD_THROTTLE records: the kernel lowered the rate (perf_event_max_sample_rate)
-	OtherProcs int64 // samples of child processes (they inherit the events), dropped
+	OtherProcs int64 // samples of child processes (which inherit the events only on kernels without inherit_thread), dropped
 	Events     int   // perf events open now (threads opened x CPUs)
 	Rings      int   // ring buffers (one per CPU)
 	RingBytes  int   // data bytes of each ring
@@ -109,7 +114,9 @@ func (s *Source) Stats() Stats {
 	for _, r := range s.rings {
 		if r != nil {
 			st.Rings++
-			st.Events++
+			if !r.retired {
+				st.Events++
+			}
 		}
 	}
 	for _, fds := range s.opened {
@@ -123,7 +130,14 @@ type cpuRing struct {
 	fd   int // the event the ring is mapped from
 	mem  []byte
 	ring *Ring
-	hup  bool // the owning thread exited: poll reports POLLHUP for ever
+	// pollFd is the event Next polls for the ring's watermark: the owner,
+	// or once the owner's thread is gone (hup), another event writing
+	// into the ring (any of them is woken), chosen at the end of a round.
+	pollFd int
+	hup    bool // pollFd's thread exited: poll reports POLLHUP for ever
+	// retired: the owning event was disabled at an exec (dropOldImage);
+	// it stays open only as the ring's mapping and output target.
+	retired bool
 }
 
 type pending struct {
@@ -190,7 +204,9 @@ func Open(pid int, opt Options) (*Source, error) {
 		pid: pid, opt: opt, layout: layout, cpus: cpus,
 		rings:   make([]*cpuRing, len(cpus)),
 		opened:  map[int][]int{},
+		ringOf:  map[int]int{},
 		covered: map[int]bool{},
+		failed:  map[int]time.Time{},
 		pidfd:   -1,
 	}
 	s.format = Format{
@@ -208,7 +224,7 @@ func Open(pid int, opt Options) (*Source, error) {
 		// mmap as well as mmap2: the kernel emits mapping records only
 		// while some event has mmap or mmap_data (nr_mmap_events), and
 		// with mmap2 set they come as PERF_RECORD_MMAP2.
-		Bits: unix.PerfBitInherit | unix.PerfBitExcludeHv |
+		Bits: unix.PerfBitInherit | inheritThread | unix.PerfBitExcludeHv |
 			unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask |
 			unix.PerfBitSampleIDAll | unix.PerfBitWatermark | unix.PerfBitUseClockID,
 		Wakeup:            uint32(opt.RingBytes / 2),
@@ -244,6 +260,11 @@ func Open(pid int, opt Options) (*Source, error) {
 	return s, nil
 }
 
+// inheritThread is perf_event_attr.inherit_thread (bit 35, Linux 5.13):
+// only threads made by clone(CLONE_THREAD) inherit the events, not child
+// processes, whose samples would fill the rings only to be dropped.
+const inheritThread = unix.CBitFieldMaskBit35
+
 // chooseKernelTime decides whether samples may land while a thread runs
 // in the kernel. A thread's CPU time includes its system calls (on this
 // kind of VM even clock_gettime is one: the vDSO's clock is off), and
@@ -253,16 +274,24 @@ func Open(pid int, opt Options) (*Source, error) {
 // Samples in the kernel still carry the user registers and stack as they
 // were at kernel entry: the user stack that made the call. Without
 // CAP_PERFMON and with perf_event_paranoid >= 2 the kernel refuses that;
-// the event then excludes kernel time and Stats says so.
+// the event then excludes kernel time and Stats says so. A kernel without
+// inherit_thread refuses the bit with EINVAL: the event then inherits into
+// child processes too, as before 5.13 (their samples are dropped).
 func (s *Source) chooseKernelTime(tids []int) {
-	for _, tid := range tids {
-		fd, err := unix.PerfEventOpen(&s.attr, tid, s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC)
+	for i := 0; i < len(tids); i++ {
+		fd, err := unix.PerfEventOpen(&s.attr, tids[i], s.cpus[0], -1, unix.PERF_FLAG_FD_CLOEXEC)
 		switch err {
 		case nil:
 			unix.Close(fd)
 			return
 		case unix.ESRCH:
 			continue
+		case unix.EINVAL:
+			if s.attr.Bits&inheritThread != 0 {
+				s.attr.Bits &^= inheritThread
+				i-- // the same thread again
+				continue
+			}
 		case unix.EACCES, unix.EPERM:
 			s.attr.Bits |= unix.PerfBitExcludeKernel
 			s.stats.KernelExcluded = true
@@ -309,6 +338,7 @@ func (s *Source) openThread(tid int) error {
 			return fmt.Errorf("perfevent: thread %d: PERF_EVENT_IOC_SET_OUTPUT: %w", tid, err)
 		}
 		fds = append(fds, fd)
+		s.ringOf[fd] = i
 	}
 	s.opened[tid] = fds
 	s.covered[tid] = true
@@ -338,7 +368,7 @@ func (s *Source) mapRing(fd, cpu int) (*cpuRing, error) {
 		unix.Munmap(mem)
 		return nil, err
 	}
-	return &cpuRing{cpu: cpu, fd: fd, mem: mem, ring: ring}, nil
+	return &cpuRing{cpu: cpu, fd: fd, pollFd: fd, mem: mem, ring: ring}, nil
 }
 
 // refused classifies a perf_event_open or mmap failure.
@@ -385,48 +415,84 @@ func hasPerfmon() bool {
 
 // Next waits until a ring is half full or Options.Interval has passed since
 // the previous round, then yields every sample the kernel wrote, ordered
-// by time across CPUs. When ctx ends it still yields what the rings hold,
-// then returns ctx.Err().
+// by time across CPUs. A round ends at an exec of the process: it returns
+// with Round.Exec before any sample of the new program, and the next call
+// yields the records after the exec at once, without waiting. When ctx
+// ends it still yields what the rings hold, then returns ctx.Err().
 func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend.Round, error) {
 	var round backend.Round
 	if s.closed {
 		return round, errors.New("perfevent: Next after Close")
 	}
-	exited, err := s.wait(ctx)
-	if err != nil && ctx.Err() == nil {
-		return round, err
+	var exited bool
+	var err error
+	if len(s.carry) == 0 {
+		exited, err = s.wait(ctx)
+		if err != nil && ctx.Err() == nil {
+			return round, err
+		}
 	}
 	s.lastRound = time.Now()
 	if err != nil {
 		// ctx ended (Ctrl-C, --duration): what the kernel wrote since
 		// the previous round is still yielded, so the last interval is
 		// not lost.
-		s.drain(&round, yield)
+		if s.drain(&round, yield) {
+			// Ended at an exec: the rest is the next call's.
+			s.dropOldImage()
+			return round, nil
+		}
 		return round, err
 	}
 	// List the threads before draining: a thread the kernel created with
 	// an inherited event has written its FORK record by the time the
 	// rings are drained, so it is not opened twice.
 	tids, terr := procmaps.Threads(s.pid)
-	s.drain(&round, yield)
+	execed := s.drain(&round, yield)
+	if execed {
+		s.dropOldImage()
+		if terr == nil && !exited {
+			// The listing may predate the exec.
+			tids, terr = procmaps.Threads(s.pid)
+		}
+	}
 	if terr != nil || exited {
+		if execed {
+			// The records after the exec come first; the next call,
+			// which does not wait, then finds the process gone.
+			return round, nil
+		}
 		return round, backend.ErrExited
 	}
 	live := make(map[int]bool, len(tids))
+	now := time.Now()
 	for _, tid := range tids {
 		live[tid] = true
-		if !s.covered[tid] {
-			if err := s.openThread(tid); err != nil {
+		if s.covered[tid] {
+			continue
+		}
+		retry, failedBefore := s.failed[tid]
+		if failedBefore && now.Before(retry) {
+			continue
+		}
+		if err := s.openThread(tid); err != nil {
+			if !failedBefore {
 				round.Failed++
 				round.Err = err
 			}
+			s.failed[tid] = now.Add(openRetry)
+			continue
+		}
+		delete(s.failed, tid)
+	}
+	for tid := range s.failed {
+		if !live[tid] || s.covered[tid] {
+			delete(s.failed, tid)
 		}
 	}
 	for tid, fds := range s.opened {
 		if !live[tid] {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
+			s.closeEvents(fds)
 			delete(s.opened, tid)
 		}
 	}
@@ -435,9 +501,70 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 			delete(s.covered, tid)
 		}
 	}
+	s.choosePollFds()
 	round.Threads = len(tids)
 	return round, nil
 }
+
+// dropOldImage disables and closes the events of the program an exec
+// replaced, so the loop after it opens events on every thread of the new
+// one. An execve from a thread other than the main one gives that thread
+// the PID: its events, opened (or inherited) under its old TID, would be
+// closed as those of an exited thread while the PID stayed marked covered,
+// leaving the new program without events. Events inherited from the ring
+// owners are disabled with them (PERF_EVENT_IOC_DISABLE reaches inherited
+// children), else a thread that survived the exec would be sampled twice;
+// the owners' fds stay open with the mapped rings, which the new events
+// write into.
+func (s *Source) dropOldImage() {
+	for tid, fds := range s.opened {
+		s.closeEvents(fds)
+		delete(s.opened, tid)
+	}
+	clear(s.covered)
+	clear(s.failed)
+	for _, r := range s.rings {
+		if r != nil && !r.retired {
+			unix.IoctlSetInt(r.fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+			r.retired = true
+		}
+	}
+}
+
+// closeEvents disables and closes events of s.opened. A ring polled through
+// one of them is polled through its owner again (which may report the hup
+// at once; choosePollFds then finds another).
+func (s *Source) closeEvents(fds []int) {
+	for _, fd := range fds {
+		if i, ok := s.ringOf[fd]; ok {
+			if r := s.rings[i]; r != nil && r.pollFd == fd {
+				r.pollFd, r.hup = r.fd, false
+			}
+			delete(s.ringOf, fd)
+		}
+		unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_DISABLE, 0)
+		unix.Close(fd)
+	}
+}
+
+// choosePollFds gives a ring whose polled event's thread has exited (the
+// owner's, typically the main thread's: after an execve from another
+// thread it always is) another event writing into it, so the half-ring
+// watermark wakes Next again instead of the ring overflowing until the
+// interval ends.
+func (s *Source) choosePollFds() {
+	for _, fds := range s.opened {
+		for _, fd := range fds {
+			if r := s.rings[s.ringOf[fd]]; r != nil && r.hup && fd != r.pollFd {
+				r.pollFd, r.hup = fd, false
+			}
+		}
+	}
+}
+
+// openRetry is how often a thread whose events could not be opened is tried
+// again: the cause (too many open files, mostly) rarely goes away soon.
+const openRetry = time.Second
 
 // wait blocks until a ring passes its watermark, the interval ends, the
 // process exits (true) or ctx is done.
@@ -457,7 +584,7 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 		s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(s.pidfd), Events: unix.POLLIN})
 		for _, r := range s.rings {
 			if r != nil && !r.hup {
-				s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(r.fd), Events: unix.POLLIN})
+				s.pollFds = append(s.pollFds, unix.PollFd{Fd: int32(r.pollFd), Events: unix.POLLIN})
 			}
 		}
 		n, err := unix.Poll(s.pollFds, max(ms, 1))
@@ -477,7 +604,7 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 		for _, p := range s.pollFds[1:] {
 			if p.Revents&unix.POLLHUP != 0 {
 				for _, r := range s.rings {
-					if r != nil && r.fd == int(p.Fd) {
+					if r != nil && r.pollFd == int(p.Fd) {
 						r.hup = true
 					}
 				}
@@ -496,10 +623,15 @@ func (s *Source) wait(ctx context.Context) (bool, error) {
 // followed them in the same round: their address space is gone.
 var errBeforeExec = errors.New("perfevent: sample taken before the process called execve")
 
-// drain parses every ring up to its head, orders the records by time and
-// handles them, then releases the rings.
-func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
-	s.pending = s.pending[:0]
+// drain parses every ring up to its head, orders the records by time (with
+// those an exec left over) and handles them, then releases the rings. At
+// the first exec record of the process it stops and reports true: the
+// engine names samples as they are yielded and reloads the address space
+// only after a round with Exec, so the records after it are copied out of
+// the rings (at most the rings' size, once per exec) for the next round.
+func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) bool {
+	s.pending = append(s.pending[:0], s.carry...)
+	s.carry = s.carry[:0]
 	for i, r := range s.rings {
 		if r == nil {
 			continue
@@ -532,13 +664,14 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 		}
 	}
 	sort.SliceStable(s.pending, func(a, b int) bool { return s.pending[a].rec.Time < s.pending[b].rec.Time })
-	lastExec := -1
+	end := len(s.pending) // the exec record, else past the last
 	for i := range s.pending {
 		if rec := &s.pending[i].rec; rec.Type == RecordComm && rec.Exec && int(rec.PID) == s.pid {
-			lastExec = i
+			end = i
+			break
 		}
 	}
-	for i := range s.pending {
+	for i := range s.pending[:min(end+1, len(s.pending))] {
 		rec := &s.pending[i].rec
 		switch rec.Type {
 		case RecordSample:
@@ -546,7 +679,7 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 				s.stats.OtherProcs++
 				continue
 			}
-			if i < lastExec {
+			if i < end && end < len(s.pending) {
 				round.Failed++
 				round.Err = errBeforeExec
 				continue
@@ -577,10 +710,37 @@ func (s *Source) drain(round *backend.Round, yield func(*backend.Sample)) {
 			s.stats.Throttled++
 		}
 	}
+	if end < len(s.pending) {
+		s.keep(s.pending[end+1:])
+	}
 	for _, r := range s.rings {
 		if r != nil {
 			r.ring.Release()
 		}
+	}
+	return end < len(s.pending)
+}
+
+// keep copies records into s.carry, with the bytes they point to, which
+// lie in the rings (or in the previous carry's buffer).
+func (s *Source) keep(recs []pending) {
+	n := 0
+	for i := range recs {
+		r := &recs[i].rec
+		n += len(r.Stack) + len(r.Comm) + len(r.Filename)
+	}
+	buf := make([]byte, 0, n)
+	clone := func(b []byte) []byte {
+		if b == nil {
+			return nil
+		}
+		buf = append(buf, b...)
+		return buf[len(buf)-len(b) : len(buf) : len(buf)]
+	}
+	s.carry = append(s.carry[:0], recs...)
+	for i := range s.carry {
+		r := &s.carry[i].rec
+		r.Stack, r.Comm, r.Filename = clone(r.Stack), clone(r.Comm), clone(r.Filename)
 	}
 }
 
