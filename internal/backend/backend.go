@@ -82,9 +82,12 @@ type Sample struct {
 // counters a summary or the terminal UI reports, so a user sees why a
 // profile holds fewer samples than asked.
 type Round struct {
-	// Exec reports that the process replaced its program (execve) since
-	// the previous round: every address-space snapshot, module and stack
-	// of before is stale. Samples of this round are of the new program.
+	// Exec reports that the process replaced its program (execve): every
+	// address-space snapshot, module and stack of before is stale. A round
+	// ends at an exec, so its samples are all of the old program (those
+	// taken before the exec) and the next round's all of the new one:
+	// consumers resolve samples as they are yielded and reload after the
+	// round.
 	Exec bool
 	// Threads is the number of threads of the process now.
 	Threads int
