@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,18 +19,6 @@ import (
 	"stacktop/procmaps"
 	"stacktop/regs"
 )
-
-func hostArch() regs.Arch {
-	switch runtime.GOARCH {
-	case "amd64":
-		return regs.AMD64
-	case "arm64":
-		return regs.ARM64
-	case "s390x":
-		return regs.S390X
-	}
-	return regs.ArchUnknown
-}
 
 // buildC compiles testdata/src into dir/out with gcc and extra flags.
 func buildC(t *testing.T, dir, out, src string, flags ...string) string {
@@ -185,8 +172,8 @@ func TestExecutableBias(t *testing.T) {
 			em := execOf(t, as, exe)
 			checkMain(t, as, em)
 			mod := em.Module
-			if mod.Type != tt.typ || mod.Arch != hostArch() || mod.BuildID == "" || mod.Path != exe {
-				t.Errorf("module %+v: want type %v arch %v, a build ID, path %s", mod, tt.typ, hostArch(), exe)
+			if mod.Type != tt.typ || mod.Arch != regs.Host() || mod.BuildID == "" || mod.Path != exe {
+				t.Errorf("module %+v: want type %v arch %v, a build ID, path %s", mod, tt.typ, regs.Host(), exe)
 			}
 			switch tt.typ {
 			case elf.ET_EXEC:
@@ -446,7 +433,7 @@ func TestGoSelf(t *testing.T) {
 	if f := em.Module.File; f.Type == elf.ET_EXEC && em.Bias != 0 {
 		t.Errorf("ET_EXEC Go binary with bias %#x", em.Bias)
 	}
-	if em.Module.Arch != hostArch() {
+	if em.Module.Arch != regs.Host() {
 		t.Errorf("arch %v", em.Module.Arch)
 	}
 	// A local variable lives on a goroutine stack, which is Go heap
@@ -510,7 +497,7 @@ func TestSleepProcess(t *testing.T) {
 				continue
 			}
 			modules++
-			if e.Module.Arch != hostArch() || e.Module.BuildID == "" {
+			if e.Module.Arch != regs.Host() || e.Module.BuildID == "" {
 				t.Errorf("%s: arch %v build ID %q", e.Path, e.Module.Arch, e.Module.BuildID)
 			}
 		}
@@ -557,7 +544,7 @@ func TestVDSOImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mod.Close()
-	if mod.Arch != hostArch() || mod.Type != elf.ET_DYN || mod.Source != procmaps.SourceImage || mod.Path != "[vdso]" {
+	if mod.Arch != regs.Host() || mod.Type != elf.ET_DYN || mod.Source != procmaps.SourceImage || mod.Path != "[vdso]" {
 		t.Errorf("vDSO module %+v", mod)
 	}
 	syms, err := mod.File.DynamicSymbols()

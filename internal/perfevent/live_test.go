@@ -153,7 +153,7 @@ func fpChain(st *symtab, sm *backend.Sample) []string {
 // main's frame equal the target's memory, each sample weighs one period,
 // and the split reads 75/25.
 func TestSplitSamples(t *testing.T) {
-	if hostArch() != regs.AMD64 {
+	if regs.Host() != regs.AMD64 {
 		t.Skip("the split target and frame-pointer check are amd64")
 	}
 	tg := targets.Start(t, "split-fp")
@@ -384,7 +384,7 @@ func TestIdleRefused(t *testing.T) {
 func TestOptionsValidated(t *testing.T) {
 	for _, opt := range []Options{
 		{Window: 12},
-		{Window: MaxWindow(hostArch()) + 8},
+		{Window: MaxWindow(regs.Host()) + 8},
 		{Rate: -1},
 		{RingBytes: 3 << 12},
 		{RingBytes: 4096, Window: 16384},

@@ -161,7 +161,7 @@ func Open(pid int, opt Options) (*Source, error) {
 	if opt.Interval == 0 {
 		opt.Interval = DefaultInterval
 	}
-	arch := hostArch()
+	arch := regs.Host()
 	layout, ok := Layout(arch)
 	if !ok {
 		return nil, fmt.Errorf("perfevent: no register layout for %s", runtime.GOARCH)
@@ -794,18 +794,6 @@ func (s *Source) Close() error {
 		s.pidfd = -1
 	}
 	return nil
-}
-
-func hostArch() regs.Arch {
-	switch runtime.GOARCH {
-	case "amd64":
-		return regs.AMD64
-	case "arm64":
-		return regs.ARM64
-	case "s390x":
-		return regs.S390X
-	}
-	return regs.ArchUnknown
 }
 
 // onlineCPUs reads the online CPU list from sysfs.

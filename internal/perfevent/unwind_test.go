@@ -18,7 +18,7 @@ import (
 // alone, no live memory behind it: hot and cold unwind to a or b and then
 // main with SFrame, so the copy holds every byte the walk needs.
 func TestUnwindCopiedStacks(t *testing.T) {
-	if hostArch() != regs.AMD64 {
+	if regs.Host() != regs.AMD64 {
 		t.Skip("the committed targets are amd64")
 	}
 	tg := targets.Start(t, "split-sframe3")
