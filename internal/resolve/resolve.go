@@ -73,11 +73,10 @@ type Resolver struct {
 // New loads the address space of pid. mem reads the process's memory
 // (frames beyond a sample's stack copy, the vDSO image); it stays the
 // caller's, as does cache, which may be shared between resolvers (the same
-// libraries are opened once). A 32-bit program is refused (ErrNot64Bit).
+// libraries are opened once). A 32-bit program is the caller's to refuse,
+// with CheckClass, before a back end attaches to it: then nothing needs
+// undoing.
 func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (*Resolver, error) {
-	if err := CheckClass(pid); err != nil {
-		return nil, err
-	}
 	r := &Resolver{PID: pid, mem: mem, cache: cache, opts: opts, syms: newSymbolizer(),
 		perfMap: perfMap{pid: pid}, pacMask: opts.PACMask}
 	if err := r.refresh(); err != nil {
