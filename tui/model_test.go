@@ -782,3 +782,24 @@ func TestHeaderModeAndRate(t *testing.T) {
 		}
 	}
 }
+
+// TestPerfHeader: a back end that stops no thread shows no pause figures,
+// and samples the kernel lost are counted once, as lost, not also as
+// missed (the profile's Missed includes them).
+func TestPerfHeader(t *testing.T) {
+	p := hotCold()
+	p.Missed = 7
+	st := status(p)
+	st.Lost = 5
+	m := newTestModel(t, Options{NoStops: true, RateAsked: 999})
+	m = update(t, m, tea.WindowSizeMsg{Width: 120, Height: 30}, poll(st, 1))
+	head := strings.Join(screen(t, m)[:headerLines], "\n")
+	for _, want := range []string{"perf 999 Hz of CPU", "no thread stopped", "lost 5", "missed 2"} {
+		if !strings.Contains(head, want) {
+			t.Errorf("header lacks %q:%s", want, head)
+		}
+	}
+	if strings.Contains(head, "pause/sample") {
+		t.Errorf("header shows pause figures for a back end that stops no thread:%s", head)
+	}
+}

@@ -173,8 +173,10 @@ func (m *model) header() []string {
 			countPart(st, "errors", p.Errors, p.Samples),
 			countPart(st, "truncated", p.Truncated, p.Samples),
 		)
-		if p.Missed > 0 {
-			l1 = append(l1, countPart(st, "missed", p.Missed, p.Samples+p.Missed))
+		// The profile's Missed counts lost samples too; the header shows
+		// them apart, once each.
+		if missed := p.Missed - s.Lost; missed > 0 {
+			l1 = append(l1, countPart(st, "missed", missed, p.Samples+missed))
 		}
 		if s.Lost > 0 {
 			l1 = append(l1, countPart(st, "lost", s.Lost, p.Samples+s.Lost))
