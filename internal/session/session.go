@@ -88,10 +88,11 @@ type Session struct {
 
 	cache *modules.ModuleCache
 	src   backend.Source
-	perf  *perfevent.Source // src's perf back end, if it is one
+	// src is one of these two, the other nil.
+	perf   *perfevent.Source
+	ptrace *ptracesampler.Source
 	res   *resolve.Resolver
 	mem   *ptrace.Memory
-	execs func() int
 }
 
 // Start attaches to pid, or, with a command, starts it with stdio and
@@ -132,8 +133,8 @@ func Start(tr *ptrace.Tracer, pid int, command []string, stdio [3]*os.File, o Op
 	}
 	s.mem = ptrace.NewMemory(pid)
 	ropts := o.Resolve
-	if p, ok := s.src.(*ptracesampler.Source); ok {
-		ropts.PACMask = p.PACMask()
+	if s.ptrace != nil {
+		ropts.PACMask = s.ptrace.PACMask()
 	}
 	res, err := resolve.New(pid, s.mem, s.cache, ropts)
 	if err != nil {
@@ -182,7 +183,6 @@ func (s *Session) open(tr *ptrace.Tracer, o Options) error {
 		switch {
 		case err == nil:
 			s.Backend, s.src, s.perf = Perf, onlyThreads(src, o.TIDs), src
-			s.execs = func() int { return int(src.Stats().Execs) }
 			return nil
 		case b == Auto && errors.As(err, &refused):
 			s.Fallback = refused.Error()
@@ -198,14 +198,18 @@ func (s *Session) open(tr *ptrace.Tracer, o Options) error {
 	if err != nil {
 		return err
 	}
-	s.Backend, s.src = Ptrace, src
-	s.execs = src.Process().Execs
+	s.Backend, s.src, s.ptrace = Ptrace, src, src
 	return nil
 }
 
 // Execs is how many times the process replaced its program while watched.
 // Call it after Engine.Run returned.
-func (s *Session) Execs() int { return s.execs() }
+func (s *Session) Execs() int {
+	if s.perf != nil {
+		return int(s.perf.Stats().Execs)
+	}
+	return s.ptrace.Process().Execs()
+}
 
 // Notes are one-line notes for the user about what the back end could
 // not sample. Call it after Engine.Run returned.
