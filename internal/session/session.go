@@ -88,11 +88,12 @@ type Session struct {
 
 	cache *modules.ModuleCache
 	src   backend.Source
-	// src is one of these two, the other nil.
+	// The back end behind src (perf's may sit behind the --tid filter):
+	// one of the two, the other nil.
 	perf   *perfevent.Source
 	ptrace *ptracesampler.Source
-	res   *resolve.Resolver
-	mem   *ptrace.Memory
+	res    *resolve.Resolver
+	mem    *ptrace.Memory
 }
 
 // Start attaches to pid, or, with a command, starts it with stdio and
