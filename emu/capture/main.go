@@ -200,44 +200,11 @@ func stacktopCheck(fixture string) error {
 // must go on past systemstack to the goroutine's frames (method gostack),
 // as Go's own traceback does, down to runtime.goexit.
 func goSystemstackCheck() error {
-	cmd := exec.Command("/goprog", "systemstack")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); !strings.HasPrefix(line, "ready") {
-		return fmt.Errorf("no ready line (%q, %v)", line, err)
-	}
-	pid := cmd.Process.Pid
 	const writeNR = 64 // arm64
-	if err := targets.WaitSyscall(pid, "gosys", writeNR, 20*time.Second); err != nil {
-		return err
-	}
-	fmt.Printf("=== stacktop dump -p %d --thread-name gosys (goprog systemstack)\n", pid)
-	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "gosys").CombinedOutput()
-	os.Stdout.Write(b)
-	if err != nil {
-		return fmt.Errorf("dump: %w", err)
-	}
-	text := string(b)
-	i := strings.Index(text, "runtime.systemstack")
-	if i < 0 {
-		return fmt.Errorf("no runtime.systemstack frame")
-	}
-	rest := text[i:]
-	for _, name := range []string{"[gostack]", "main.dumpHeap", "main.main.func", "runtime.goexit"} {
-		j := strings.Index(rest, name)
-		if j < 0 {
-			return fmt.Errorf("no %s after runtime.systemstack", name)
-		}
-		rest = rest[j:]
-	}
-	return nil
+	return goStackCheck(goStackDump{
+		args: []string{"systemstack"}, thread: "gosys", syscall: writeNR,
+		from: "runtime.systemstack", then: []string{"[gostack]", "main.dumpHeap", "main.main.func", "runtime.goexit"},
+	})
 }
 
 // goMcallCheck: goprog's thread goblock waits in the scheduler (futex)
@@ -245,7 +212,29 @@ func goSystemstackCheck() error {
 // stacktop dump must go on past runtime.mcall to the goroutine's frames
 // (method gostack, from m.lockedg.sched), down to runtime.goexit.
 func goMcallCheck() error {
-	cmd := exec.Command("/goprog")
+	const futexNR = 98 // arm64
+	return goStackCheck(goStackDump{
+		thread: "goblock", syscall: futexNR,
+		// No lines: under emulation the Go runtime's DWARF lines take minutes.
+		dumpArgs: []string{"--no-lines"},
+		from:     "runtime.mcall", then: []string{"runtime.gopark", "[gostack]", "runtime.chanrecv", "main.blockHere", "main.main.func", "runtime.goexit"},
+	})
+}
+
+// goStackDump is one check of a Go stack switch: run goprog with args,
+// wait until its thread is blocked in system call syscall, dump that
+// thread, and find from's frame followed, in order, by then's.
+type goStackDump struct {
+	args     []string
+	thread   string
+	syscall  int
+	dumpArgs []string
+	from     string
+	then     []string
+}
+
+func goStackCheck(c goStackDump) error {
+	cmd := exec.Command("/goprog", c.args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return err
@@ -259,39 +248,26 @@ func goMcallCheck() error {
 		return fmt.Errorf("no ready line (%q, %v)", line, err)
 	}
 	pid := cmd.Process.Pid
-	const futexNR = "98" // arm64
-	deadline := time.Now().Add(20 * time.Second)
-	for blocked := false; !blocked; {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("thread goblock not blocked in futex after 20 s")
-		}
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		for _, d := range tasks {
-			tid, _ := strconv.Atoi(d.Name())
-			sc, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
-			if comm(pid, tid) == "goblock" && strings.HasPrefix(string(sc), futexNR+" ") {
-				blocked = true
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := targets.WaitSyscall(pid, c.thread, c.syscall, 20*time.Second); err != nil {
+		return err
 	}
-	// No lines: under emulation the Go runtime's DWARF lines take minutes.
-	fmt.Printf("=== stacktop dump -p %d --thread-name goblock --no-lines (goprog)\n", pid)
-	b, err := exec.Command("/stacktop", "dump", "-p", strconv.Itoa(pid), "--thread-name", "goblock", "--no-lines").CombinedOutput()
+	args := append([]string{"dump", "-p", strconv.Itoa(pid), "--thread-name", c.thread}, c.dumpArgs...)
+	fmt.Printf("=== stacktop %s (goprog %s)\n", strings.Join(args, " "), strings.Join(c.args, " "))
+	b, err := exec.Command("/stacktop", args...).CombinedOutput()
 	os.Stdout.Write(b)
 	if err != nil {
 		return fmt.Errorf("dump: %w", err)
 	}
 	text := string(b)
-	i := strings.Index(text, "runtime.mcall")
+	i := strings.Index(text, c.from)
 	if i < 0 {
-		return fmt.Errorf("no runtime.mcall frame")
+		return fmt.Errorf("no %s frame", c.from)
 	}
 	rest := text[i:]
-	for _, name := range []string{"runtime.gopark", "[gostack]", "runtime.chanrecv", "main.blockHere", "main.main.func", "runtime.goexit"} {
+	for _, name := range c.then {
 		j := strings.Index(rest, name)
 		if j < 0 {
-			return fmt.Errorf("no %s after runtime.mcall", name)
+			return fmt.Errorf("no %s after %s", name, c.from)
 		}
 		rest = rest[j:]
 	}
