@@ -1,7 +1,6 @@
 package tui
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -9,26 +8,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"stacktop/internal/targets"
 )
-
-// lockedBuffer is the program's output; the renderer writes from its own
-// goroutine.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // runAsync runs Run and fails the test if it has not returned within a
 // generous bound: a liveness check, not a timing assertion.
@@ -63,7 +45,7 @@ func TestRunReturnsOnCancel(t *testing.T) {
 	src := &polled{first: make(chan struct{}), st: status(hotCold())}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-src.first; cancel() }()
-	out := &lockedBuffer{}
+	out := &targets.LockedBuffer{}
 	err := runAsync(t, ctx, src, Options{Input: pr, Output: out, Refresh: time.Millisecond})
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("Run after cancel = %v, want context.Canceled", err)
@@ -78,7 +60,7 @@ func TestRunQuitKey(t *testing.T) {
 		pw.Write([]byte("q"))
 	}()
 	defer pw.Close()
-	out := &lockedBuffer{}
+	out := &targets.LockedBuffer{}
 	err := runAsync(t, context.Background(), src, Options{Input: pr, Output: out, NoColor: true})
 	if err != nil {
 		t.Errorf("Run after q = %v, want nil", err)
@@ -92,7 +74,7 @@ func TestRunReturnsSourcePanic(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	src := sourceFunc(func() Status { panic("sampler state corrupt") })
-	err := runAsync(t, context.Background(), src, Options{Input: pr, Output: &lockedBuffer{}})
+	err := runAsync(t, context.Background(), src, Options{Input: pr, Output: &targets.LockedBuffer{}})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "sampler state corrupt" {
 		t.Fatalf("Run = %v, want *PanicError", err)
@@ -111,7 +93,7 @@ func TestRunReturnsViewPanic(t *testing.T) {
 	st := status(hotCold())
 	st.Err = badErr{}
 	err := runAsync(t, context.Background(), sourceFunc(func() Status { return st }),
-		Options{Input: pr, Output: &lockedBuffer{}, Refresh: time.Hour})
+		Options{Input: pr, Output: &targets.LockedBuffer{}, Refresh: time.Hour})
 	var pe *PanicError
 	if !errors.As(err, &pe) || pe.Value != "Error() exploded" {
 		t.Fatalf("Run = %v, want *PanicError from View", err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,7 +97,7 @@ func TestDumpDebuginfod(t *testing.T) {
 	}
 
 	srv := exec.Command("debuginfod", "-F", srvDir, "-d", filepath.Join(dir, "db.sqlite"), "-p", strconv.Itoa(port))
-	var srvLog lockedLog
+	var srvLog targets.LockedBuffer
 	srv.Stdout, srv.Stderr = &srvLog, &srvLog
 	if err := srv.Start(); err != nil {
 		t.Fatal(err)
@@ -149,22 +148,4 @@ func TestDumpDebuginfod(t *testing.T) {
 	if !hasLines(r) || strings.Contains(r.stderr, "unreachable") {
 		t.Errorf("cached run: want file:line and no server needed\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 	}
-}
-
-// lockedLog collects a server's output while the test reads it.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/internal/targets"
 	"stacktop/profile"
 )
 
@@ -134,7 +135,7 @@ func (f *flaky) setUp(up bool) {
 func TestOutageBounded(t *testing.T) {
 	g := newGrowing()
 	sink := &flaky{}
-	var log lockedBuffer
+	var log targets.LockedBuffer
 	u := New(g, []Sink{sink}, Options{Interval: time.Hour, MaxQueued: 3, MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond, Log: &log})
 	for i := 0; i < 10; i++ {
 		g.add(5)
@@ -220,24 +221,6 @@ func TestRunCuts(t *testing.T) {
 	if sink.samples != g.Snapshot().Samples || st.Sinks[0].Sent < 3 {
 		t.Errorf("sent %d samples in %d windows, the profile has %d", sink.samples, st.Sinks[0].Sent, g.Snapshot().Samples)
 	}
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
 
 func countLines(s, sub string) (n int) {

@@ -66,7 +66,7 @@ type Target struct {
 	pid      int
 	progress string // file the target rewrites with its counter
 
-	out     lockedBuffer  // stdout and stderr, for failure messages
+	out     LockedBuffer  // stdout and stderr, for failure messages
 	done    chan struct{} // closed once the process has been reaped
 	ready   chan struct{} // closed when "ready" was read
 	drained chan struct{} // closed when all of the target's output was read
@@ -209,7 +209,7 @@ func start(tb testing.TB, name, path string, args []string) *Target {
 // readyWriter receives the target's stdout: it keeps a copy in out and
 // closes ready at the first line that is exactly "ready".
 type readyWriter struct {
-	out     *lockedBuffer
+	out     *LockedBuffer
 	ready   chan struct{}
 	partial []byte
 	seen    bool
@@ -389,19 +389,20 @@ func formatStates(states map[int]byte) string {
 	return strings.Join(parts, " ")
 }
 
-// lockedBuffer is a bytes.Buffer safe for the writer goroutines and readers.
-type lockedBuffer struct {
+// LockedBuffer is a bytes.Buffer safe for writer goroutines and readers:
+// a target's or a server's output that a test reads while it runs.
+type LockedBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *LockedBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *LockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
