@@ -803,3 +803,16 @@ func TestPerfHeader(t *testing.T) {
 		t.Errorf("header shows pause figures for a back end that stops no thread:%s", head)
 	}
 }
+
+// TestHeaderNotes: what the stacks lack (the engine's notes: perf without
+// kernel time, a Go program without DWARF) is in the header, as record's
+// summary says it.
+func TestHeaderNotes(t *testing.T) {
+	st := status(hotCold())
+	st.Notes = []string{"perf: user-mode samples only"}
+	m := update(t, newTestModel(t, Options{}), tea.WindowSizeMsg{Width: 120, Height: 30}, poll(st, 1))
+	head := strings.Join(screen(t, m)[:headerLines], "\n")
+	if !strings.Contains(head, "note: perf: user-mode samples only") {
+		t.Errorf("header lacks the note:%s", head)
+	}
+}

@@ -26,6 +26,9 @@ type Status struct {
 	Exited  bool             // the target is gone; Profile is final
 	ExitMsg string           // why, e.g. "exit status 0" or "killed by SIGKILL"
 	Err     error            // last sampler error worth showing, if any
+	// Notes say what the stacks lack and how to get it (a Go program
+	// without DWARF, perf without kernel time, throttling), one line each.
+	Notes []string
 }
 
 // PauseStats summarises the time one thread stays stopped to take one

@@ -215,6 +215,9 @@ func (m *model) header() []string {
 	if m.paused {
 		l3 = append(l3, st.warn.Render("PAUSED"))
 	}
+	for _, n := range m.latest.Notes {
+		l3 = append(l3, st.dim.Render("note: "+n))
+	}
 
 	return []string{
 		strings.Join(l0, sep),

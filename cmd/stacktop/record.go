@@ -225,7 +225,6 @@ func runRecord(args []string) int {
 			}
 		}
 		if !f.quiet {
-			st.Notes = append(st.Notes, sess.Notes()...)
 			writeSummary(os.Stderr, st, backendInfo{sess.Backend, sess.Fallback}, f.rate, output, format, werr == nil, exitMsg)
 			fmt.Fprintf(os.Stderr, "  unwinders: %s\n", strings.Join(sess.UnwinderNames(), ","))
 		}

@@ -36,6 +36,11 @@ type Options struct {
 	// (profile.KeepTimeline): memory bounded on long runs, for outputs
 	// that need only totals. 0 keeps the whole timeline.
 	Timeline time.Duration
+	// Notes, if set, says what the back end's samples lack (perf: no
+	// kernel time, throttling, children dropped). Run asks it after each
+	// round, on its own goroutine, so a Source whose counters only its
+	// Next touches needs no lock for it; Stats returns the last answer.
+	Notes func() []string
 }
 
 // Engine aggregates the samples of one back end into a profile.Profile:
@@ -107,6 +112,7 @@ type engineStats struct {
 	lastErr                error
 	elapsed                time.Duration
 	tickWork, tickWorkMax  time.Duration
+	notes                  []string // Options.Notes after the last round
 }
 
 // Stats is a copy of the engine's counters.
@@ -150,7 +156,7 @@ type Stats struct {
 	// not taken.
 	ShortTicks int64
 	// Notes are one-line notes for the user about what the stacks lack
-	// and how to get it (resolve.Resolver.GoStackNote).
+	// and how to get it (resolve.Resolver.GoStackNote, Options.Notes).
 	Notes []string
 }
 
@@ -205,7 +211,11 @@ func (e *Engine) Run(ctx context.Context) error {
 	for {
 		e.rounds++
 		r, err := e.src.Next(ctx, e.yield)
-		e.commit(&r)
+		var notes []string
+		if e.opts.Notes != nil {
+			notes = e.opts.Notes()
+		}
+		e.commit(&r, notes)
 		switch {
 		case errors.Is(err, backend.ErrExited):
 			e.markExited(time.Now(), nil)
@@ -295,7 +305,7 @@ func (e *Engine) finish(now time.Time) {
 
 // commit adds the round's samples to the profile and its counters to the
 // stats.
-func (e *Engine) commit(r *backend.Round) {
+func (e *Engine) commit(r *backend.Round, notes []string) {
 	batch := e.batch
 	defer func() { clear(batch); e.batch = batch[:0] }()
 	for i := range batch {
@@ -348,6 +358,9 @@ func (e *Engine) commit(r *backend.Round) {
 		e.st.tickWorkMax = max(e.st.tickWorkMax, r.Work)
 	}
 	e.st.elapsed = time.Since(e.start)
+	if e.opts.Notes != nil {
+		e.st.notes = notes
+	}
 	e.syncCounters()
 }
 
@@ -496,6 +509,7 @@ func (e *Engine) Stats() Stats {
 	if n := e.res.GoStackNote(); n != "" {
 		s.Notes = append(s.Notes, n)
 	}
+	s.Notes = append(s.Notes, e.st.notes...)
 	if e.st.ticks > 0 {
 		s.TickWork = e.st.tickWork / time.Duration(e.st.ticks)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"stacktop/internal/resolve"
 	"stacktop/internal/targets"
 	"stacktop/profile"
+	"stacktop/ptrace"
 )
 
 // recorder is a backend.Source that passes another's samples on and keeps
@@ -150,4 +152,40 @@ func folded(p *profile.Profile) map[string]int64 {
 		out[b.String()] += int64(ev.Weight)
 	}
 	return out
+}
+
+// TestNotesAskedEachRound: Options.Notes is asked on Run's goroutine after
+// every round (a perf source's counters are only that goroutine's to read),
+// and Stats carries its last answer, during the run (top's header) and
+// after it (record's summary).
+func TestNotesAskedEachRound(t *testing.T) {
+	cache := modules.NewModuleCache()
+	defer cache.Close()
+	mem := ptrace.NewMemory(os.Getpid())
+	defer mem.Close()
+	res, err := resolve.New(os.Getpid(), mem, cache, resolve.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	rp := &replay{rounds: make([]capturedRound, 3)}
+	asked := 0
+	notes := func() []string {
+		asked++
+		if asked < 3 {
+			return nil
+		}
+		return []string{fmt.Sprintf("note after round %d", asked)}
+	}
+	e := New(rp, res, Options{Period: time.Millisecond, Notes: notes})
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Three rounds and the end (ErrExited): four answers.
+	if asked != 4 {
+		t.Errorf("Notes asked %d times over 3 rounds and the end, want 4", asked)
+	}
+	if got := e.Stats().Notes; !slices.Equal(got, []string{"note after round 4"}) {
+		t.Errorf("Stats().Notes = %q, want the last answer", got)
+	}
 }

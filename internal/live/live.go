@@ -79,6 +79,7 @@ func Status(st engine.Stats, prof *profile.Profile) tui.Status {
 		Lost:    st.Lost,
 		Exited:  st.Exited,
 		Err:     st.LastErr,
+		Notes:   st.Notes,
 	}
 	if len(prof.Events) > 0 || st.Exited {
 		out.Profile = prof

@@ -148,7 +148,7 @@ func Start(tr *ptrace.Tracer, pid int, command []string, stdio [3]*os.File, o Op
 	s.Engine = engine.New(s.src, res, engine.Options{Period: period, Duration: o.Duration, Wall: o.Idle, Timeline: o.Timeline,
 		// The target is released as soon as sampling ends (a signal,
 		// --duration), not after the lines still loading.
-		CloseAtEnd: true})
+		CloseAtEnd: true, Notes: s.notes})
 	if s.Backend == Ptrace {
 		sampleOnOneCPU()
 	}
@@ -212,9 +212,10 @@ func (s *Session) Execs() int {
 	return s.ptrace.Process().Execs()
 }
 
-// Notes are one-line notes for the user about what the back end could
-// not sample. Call it after Engine.Run returned.
-func (s *Session) Notes() []string {
+// notes are one-line notes for the user about what the back end could
+// not sample: the engine's Options.Notes, asked on Run's goroutine after
+// each round (the perf source's counters are that goroutine's).
+func (s *Session) notes() []string {
 	if s.perf == nil {
 		return nil
 	}
