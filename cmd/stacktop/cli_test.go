@@ -86,7 +86,8 @@ func checkAttachFailure(t *testing.T, r result, phrases ...string) {
 }
 
 func TestUsage(t *testing.T) {
-	for _, args := range [][]string{{}, {"nonsense"}, {"dump"}, {"dump", "-p", "x"}, {"dump", "-p", "1", "extra"}, {"sframe"}} {
+	for _, args := range [][]string{{}, {"nonsense"}, {"dump"}, {"dump", "-p", "x"}, {"dump", "-p", "1", "extra"},
+		{"dump", "x"}, {"dump", "0"}, {"dump", "1", "extra"}, {"dump", "-p", "1", "2"}, {"sframe"}} {
 		if r := stacktop(t, args...); r.code != exitUsage {
 			t.Errorf("stacktop %v: exit %d, want %d", args, r.code, exitUsage)
 		}
@@ -106,6 +107,8 @@ func TestDumpNoSuchProcess(t *testing.T) {
 	// A PID above pid_max cannot exist.
 	r := stacktop(t, "dump", "-p", "99999999")
 	checkAttachFailure(t, r, "no such process")
+	// pstack's way: the PID alone, flags after it.
+	checkAttachFailure(t, stacktop(t, "dump", "99999999", "--no-lines"), "no such process")
 }
 
 func TestDumpSelf(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"slices"
 
 	"stacktop/internal/idlist"
@@ -34,7 +35,7 @@ func runDump(args []string) int {
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
 	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump -p PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump [-p] PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
 		fs.PrintDefaults()
 		exitCodesUsage(fs, "dump.md")
 	}
@@ -43,6 +44,18 @@ func runDump(args []string) int {
 			return 0
 		}
 		return exitUsage
+	}
+	// "stacktop dump PID", as pstack and eu-stack users type it; flags
+	// may follow the PID.
+	if *pid == 0 && fs.NArg() > 0 {
+		n, err := strconv.Atoi(fs.Arg(0))
+		if err != nil || n <= 0 {
+			return reportUsage(fs, fmt.Errorf("%q is not a process ID", fs.Arg(0)))
+		}
+		*pid = n
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return exitUsage
+		}
 	}
 	if *pid <= 0 || fs.NArg() != 0 {
 		fs.Usage()
