@@ -5,8 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 
 	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
