@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +184,15 @@ func TestRecordSubprocesses(t *testing.T) {
 		if !seen[name] {
 			t.Errorf("child's thread %s not recorded; roots %v\n%s", name, got, stderr)
 		}
+	}
+	// The perf back end follows the child too (on-CPU only: the spinning
+	// thread is the one sure to be sampled).
+	code, stderr = record(t, "--backend", "perf", "--subprocesses", "--threads", "-o", out, "--", "/bin/sh", "-c", script, bin)
+	if code != 3 {
+		t.Fatalf("--backend perf: exit %d, want the command's 3\n%s", code, stderr)
+	}
+	if !slices.ContainsFunc(slices.Collect(maps.Keys(roots(t, out))), func(r string) bool { return strings.HasPrefix(r, "hot ") }) {
+		t.Errorf("--backend perf: child's thread hot not recorded; roots %v\n%s", roots(t, out), stderr)
 	}
 	// Without --subprocesses only the shell is recorded.
 	code, stderr = record(t, "--threads", "--idle", "-o", out, "--", "/bin/sh", "-c", script, bin)

@@ -54,7 +54,8 @@ type Group struct {
 	members  []Member
 	known    map[int]bool // PIDs ever in the group, so a child joins once
 	errs     []error
-	running  int // engines whose Run has not returned
+	skipped  []string // children alive but not followed: why, for the notes
+	running  int      // engines whose Run has not returned
 	wg       sync.WaitGroup
 	cancel   context.CancelFunc // ends every engine; set by Run
 	panicked *groupPanic        // the first engine's panic, re-raised by Run
@@ -156,10 +157,19 @@ func (fl *Group) Run(ctx context.Context, follow bool) []error {
 				break poll
 			case <-tick.C:
 				for _, pid := range fl.newChildren() {
-					// A child may exit or exec before we attach: it is
-					// then simply not followed.
-					if s, err := fl.add(pid); err == nil {
+					s, err := fl.add(pid)
+					if err == nil {
 						fl.start(ctx, s)
+						continue
+					}
+					// A child that exited before the attach is simply
+					// not followed; one that lives on (a setuid
+					// program, a refused perf event) is said to be
+					// missing from the recording.
+					if comm := procmaps.Comm(pid); comm != "" {
+						fl.mu.Lock()
+						fl.skipped = append(fl.skipped, fmt.Sprintf("child %d (%s) not recorded: %v", pid, procmaps.EscapeControl(comm), err))
+						fl.mu.Unlock()
 					}
 				}
 				fl.mu.Lock()
@@ -254,7 +264,9 @@ func (fl *Group) Stats() (engine.Stats, int) {
 	fl.mu.Lock()
 	defer fl.mu.Unlock()
 	if len(fl.members) == 1 {
-		return fl.members[0].Engine.Stats(), 1
+		st := fl.members[0].Engine.Stats()
+		st.Notes = append(st.Notes, fl.skippedNotes()...)
+		return st, 1
 	}
 	var sum engine.Stats
 	sum.Methods = map[string]int64{}
@@ -270,7 +282,11 @@ func (fl *Group) Stats() (engine.Stats, int) {
 		sum.Ticks += st.Ticks
 		sum.MissedTicks += st.MissedTicks
 		sum.Lost += st.Lost
-		sum.Notes = append(sum.Notes, st.Notes...)
+		for _, n := range st.Notes {
+			if !slices.Contains(sum.Notes, n) { // every process's perf says the same
+				sum.Notes = append(sum.Notes, n)
+			}
+		}
 		sum.Samples += st.Samples
 		sum.Stops += st.Stops
 		sum.Reused += st.Reused
@@ -295,7 +311,22 @@ func (fl *Group) Stats() (engine.Stats, int) {
 			sum.LastErr = st.LastErr
 		}
 	}
+	sum.Notes = append(sum.Notes, fl.skippedNotes()...)
 	return sum, len(fl.members)
+}
+
+// maxSkippedNotes bounds the notes about children not followed: a shell
+// loop that runs a refused program a thousand times says so in a few lines.
+const maxSkippedNotes = 3
+
+// skippedNotes are the notes about children not followed. Called with mu
+// held.
+func (fl *Group) skippedNotes() []string {
+	if len(fl.skipped) <= maxSkippedNotes {
+		return slices.Clone(fl.skipped)
+	}
+	notes := slices.Clone(fl.skipped[:maxSkippedNotes])
+	return append(notes, fmt.Sprintf("%d more children not recorded", len(fl.skipped)-maxSkippedNotes))
 }
 
 func worse(a, b engine.PauseStats) engine.PauseStats {

@@ -3,7 +3,9 @@ package procgroup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -136,5 +138,41 @@ func TestGroupFollow(t *testing.T) {
 	g.Run(ctx, true)
 	if _, n := g.Stats(); n != 2 {
 		t.Errorf("%d processes in the group, want the shell and its sleep", n)
+	}
+}
+
+// TestGroupFollowRefused: a child that lives on but cannot be attached (a
+// setuid program, a refused perf event) is named in the notes, not
+// silently left out; one process's note said by every process is said
+// once.
+func TestGroupFollowRefused(t *testing.T) {
+	sh := exec.Command("sh", "-c", "sleep 5 & wait")
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sh.Process.Kill(); sh.Wait() }()
+	var detached []int
+	first := &fakeEngine{pid: sh.Process.Pid, stats: engine.Stats{Notes: []string{"perf: user-mode samples only"}}}
+	asked := make(chan int, 4)
+	g := New(member(first, &detached), func(pid int) (Member, error) {
+		asked <- pid
+		return Member{}, errors.New("permission denied")
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var child int
+	go func() {
+		child = <-asked
+		time.Sleep(50 * time.Millisecond) // the poll notes it after the attach returns
+		cancel()
+	}()
+	g.Run(ctx, true)
+	st, n := g.Stats()
+	if n != 1 {
+		t.Errorf("%d processes in the group, want the shell alone", n)
+	}
+	want := fmt.Sprintf("child %d (sleep) not recorded: permission denied", child)
+	if !slices.Contains(st.Notes, want) || !slices.Contains(st.Notes, "perf: user-mode samples only") {
+		t.Errorf("notes %q, want the engine's and %q", st.Notes, want)
 	}
 }
