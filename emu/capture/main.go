@@ -252,7 +252,7 @@ func goStackCheck(c goStackDump) error {
 		return err
 	}
 	args := append([]string{"dump", "-p", strconv.Itoa(pid), "--thread-name", c.thread}, c.dumpArgs...)
-	fmt.Printf("=== stacktop %s (goprog %s)\n", strings.Join(args, " "), strings.Join(c.args, " "))
+	fmt.Printf("=== stacktop %s (%s)\n", strings.Join(args, " "), strings.Join(append([]string{"goprog"}, c.args...), " "))
 	b, err := exec.Command("/stacktop", args...).CombinedOutput()
 	os.Stdout.Write(b)
 	if err != nil {
