@@ -40,6 +40,11 @@ type ThreadStack struct {
 	Err      error // why the walk stopped early (Complete false), or the sample failed
 	Stopped  time.Duration
 	Total    time.Duration
+	// StackMissed counts the walk's reads of the thread's stack that the
+	// copy taken while it was stopped did not hold: they were read from
+	// the live process after it resumed (0 unless a stack is not a
+	// thread stack, or larger than the copy may grow).
+	StackMissed int
 }
 
 // Result is one dump.
@@ -222,6 +227,7 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 		default:
 			ts.Stopped, ts.Total = s.Pause, s.Total
 			st := r.Walk(s) // aliases the resolver's buffer: copied
+			ts.StackMissed = s.StackUse.Missed
 			st.Frames = slices.Clone(st.Frames)
 			out = append(out, walked{ts: ts, st: st})
 			return
