@@ -24,7 +24,8 @@ type Options struct {
 	// others are not stopped at all (with Freeze they are: a consistent
 	// snapshot stops every thread).
 	Select func(tid int) bool
-	// StackWindow is the bytes of stack copied while a thread is stopped;
+	// StackWindow is the bytes of stack copied while a thread is stopped
+	// when it is not on a thread stack (on one, its used stack is);
 	// 0 means ptracesampler.DefaultStackWindow.
 	StackWindow int
 	Resolve     resolve.Options // unwinders, depth, symbols
