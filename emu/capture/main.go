@@ -543,6 +543,15 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 			proc.Thaw()
 			return fmt.Errorf("thread %d: %w", tid, err)
 		}
+		// As a dump copies it: the thread's used stack, from SP to the top
+		// of its mapping (frozen, the thread is read again, not stopped),
+		// so a frame larger than the 16 KiB window is in the copy.
+		if top := t.stackOf(s.StackAddr).High; top > s.StackAddr+uint64(len(s.Stack)) {
+			if s, err = proc.Sample(tid, min(int(top-s.StackAddr), 1<<20), top); err != nil {
+				proc.Thaw()
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+		}
 		if err := proc.FPRegs(tid, &s.Regs); err != nil {
 			proc.Thaw()
 			return fmt.Errorf("thread %d: %w", tid, err)
@@ -567,9 +576,10 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 			sym, ok := t.symbolize(pc)
 			return sym.Value, sym.Value + sym.Size, ok
 		}
-		// Beyond the copied window the walk reads the live stack, as the
-		// sampler does: the outer frames of a spinning thread do not change.
-		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live}
+		// Beyond the copy the walk would read the live stack, as the
+		// sampler does; the copy holds the thread's stack, so it must not
+		// (StackEnd records such reads).
+		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live, StackEnd: stack.High}
 		st := unwind.Walk(s.Regs, win, t.mods, opts)
 		if print {
 			fprs := ""
@@ -589,9 +599,11 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 				errs = append(errs, fmt.Errorf("thread %s: %w", c, err))
 				continue
 			}
-			// A snapshot holds only the copied window: the big thread's
-			// caller is beyond it, so it would not replay.
-			if snapshots && e.comm != "big" {
+			if win.Missed > 0 {
+				errs = append(errs, fmt.Errorf("thread %s: %d reads of its stack beyond the %d bytes copied", c, win.Missed, len(s.Stack)))
+				continue
+			}
+			if snapshots {
 				if err := emitSnapshot(t, s, st, stack, pac, c); err != nil {
 					errs = append(errs, err)
 				}
