@@ -345,7 +345,8 @@ type expectation struct {
 var spinThreads = []expectation{
 	{"deep", []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}, false},
 	{"leaf", []string{"spin_leaf", "leaf_caller", "leaf_thread"}, true},
-	// A leaf with 40 KiB of locals: its caller is beyond the 16 KiB window.
+	// A leaf with 40 KiB of locals: its caller is beyond a 16 KiB window,
+	// inside the copy of the used stack.
 	{"big", []string{"spin_bigleaf", "big_caller", "big_thread"}, true},
 }
 
