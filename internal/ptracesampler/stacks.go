@@ -19,8 +19,10 @@ import (
 //
 //   - dump copies each thread's used stack: from SP to the top of the
 //     thread stack that holds SP, read from /proc/PID/maps once per batch
-//     before any stop. For a pthread that is usually a few KiB, less
-//     than the window; a deep one gets all of it, up to maxStackCopy.
+//     before any stop. For a pthread that is usually a few KiB (its
+//     frames, and glibc's thread descriptor and static TLS at the top),
+//     less than the window; a deep one gets all of it, up to maxStackCopy.
+//     Reading the maps costs about 1.7 ms per batch with 1,000 threads.
 //   - record and top copy the window, and learn: a walk reports how far up
 //     it read the thread's stack (backend.Sample.StackUse); when that was
 //     beyond the window, the thread's next samples copy up to there, until
