@@ -153,8 +153,10 @@ type reader struct {
 func (r *reader) word(addr uint64, what string) (uint64, error) {
 	// Reads inside a captured window need no interface call, and no
 	// buffer escaping to the heap.
-	if sw, ok := r.mem.(*unwind.StackWindow); ok && addr >= sw.Base && addr-sw.Base <= uint64(len(sw.Bytes)) && uint64(len(sw.Bytes))-(addr-sw.Base) >= 8 {
-		return r.order.Uint64(sw.Bytes[addr-sw.Base:]), nil
+	if sw, ok := r.mem.(*unwind.StackWindow); ok {
+		if v, ok := sw.Word(addr, r.order); ok {
+			return v, nil
+		}
 	}
 	return r.slowWord(addr, what)
 }

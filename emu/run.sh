@@ -23,7 +23,7 @@
 #                    $STACKTOP_CACHE/emu. Delete it to refetch.
 #   STACKTOP_TC      SFrame toolchain directory for testdata/cross/build.sh.
 #   KSUITE           Debian suite of the kernel (default bookworm).
-#   CAPTURE=1        also store the snapshots the VM prints (deep and leaf
+#   CAPTURE=1        also store the snapshots the VM prints (deep, leaf and big
 #                    threads of every fixture) in testdata/cross/snapshots/.
 #   EMU_TIMEOUT      seconds before the VM is killed (default 600).
 #   ARM_CPU          QEMU -cpu for arm64 (default max,pauth-impdef=on: with

@@ -146,6 +146,13 @@ type BatchOptions struct {
 	// StackWindow is how many bytes above each thread's stack pointer
 	// are copied while it is stopped.
 	StackWindow int
+	// WindowAt, if not nil, sizes each thread's copy instead: called on
+	// the tracer thread while the thread is stopped, with its stack
+	// pointer, it returns the bytes to copy above it. It must be quick
+	// and must not block or allocate (the thread waits); the caller
+	// bounds its answers. Slots hold StackWindow bytes from before any
+	// stop: a larger answer grows the slot then (slots are kept).
+	WindowAt func(tid int, sp uint64) int
 	// Deadline, if not zero: threads not stopped by then are not sampled
 	// (each gets ErrNotTaken) and left running.
 	Deadline time.Time
@@ -271,6 +278,8 @@ type batchSlots struct {
 	free    []*Sample
 	flights []flight
 	ready   []readySample
+	// windowAt is the running batch's BatchOptions.WindowAt.
+	windowAt func(tid int, sp uint64) int
 }
 
 // batchRun is one SampleBatch's progress across its windows.
@@ -323,6 +332,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 		b.free = append(b.free, s)
 	}
 	b.flights, b.ready = b.flights[:0], b.ready[:0]
+	b.windowAt = o.WindowAt
 	t.batch.running = true
 	defer func() {
 		t.batch.running = false
@@ -440,7 +450,7 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	if th.state == stateHeld {
 		// Stopped already (frozen, or a stop we hold): no interrupt.
 		s := b.take()
-		err := p.read(th, s, window, 0)
+		err := p.read(th, s, window, 0, b.windowAt)
 		if !p.frozen {
 			p.resume(th)
 		}
@@ -525,7 +535,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 		}
 	}
 	s := p.batch.take()
-	err := p.read(th, s, window, 0)
+	err := p.read(th, s, window, 0, p.batch.windowAt)
 	if !p.frozen {
 		p.resume(th)
 	}

@@ -357,7 +357,7 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 		}
 	}
 	t1 := time.Now()
-	err := p.read(th, s, window, end)
+	err := p.read(th, s, window, end, nil)
 	if !p.frozen {
 		p.resume(th)
 	}
@@ -367,8 +367,9 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 }
 
 // read fills s from the held thread th: one GETREGSET (two on s390x, for
-// the FPRs), one process_vm_readv.
-func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
+// the FPRs), one process_vm_readv of window bytes above SP, or of what
+// windowAt (if not nil) says for this thread at this SP.
+func (p *Process) read(th *thread, s *Sample, window int, end uint64, windowAt func(tid int, sp uint64) int) error {
 	t := p.tr
 	t.rawIov.Base = (*byte)(unsafe.Pointer(&t.raw))
 	t.rawIov.SetLen(prstatusSize)
@@ -397,6 +398,9 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64) error {
 	s.TID = th.tid
 	sp := s.Regs.SP()
 	s.StackAddr, s.StackErr = sp, nil
+	if windowAt != nil {
+		window = windowAt(th.tid, sp)
+	}
 	n := max(window, 0)
 	if end > sp && end-sp < uint64(n) {
 		n = int(end - sp)

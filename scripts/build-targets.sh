@@ -101,6 +101,8 @@ mkdir -p "$out"
 #   cpusplit-fp   threads at 100%, 25% and ~0% of a CPU (frame pointers)
 #   sigalt-fp     a signal handler on a sigaltstack (frame pointers + CFI)
 #   sigalt-cfi    the same, -fomit-frame-pointer (CFI only)
+#   bigframe-cfi  40 KiB frames over blocked threads (CFI only)
+#   bigframe-fp   the same with frame pointers (and CFI)
 #   nocfi         neither CFI nor frame pointers: -fomit-frame-pointer
 #                 -fno-asynchronous-unwind-tables -fno-unwind-tables, and
 #                 .eh_frame/.eh_frame_hdr removed from the linked program
@@ -118,6 +120,8 @@ host_targets() {
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/cpusplit-fp" cpusplit.c
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/sigalt-fp" sigalt.c
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/sigalt-cfi" sigalt.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/bigframe-cfi" bigframe.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/bigframe-fp" bigframe.c
 		gcc "${host[@]}" "${omit_fp[@]}" -fno-asynchronous-unwind-tables -fno-unwind-tables \
 			-o "$tmp/nocfi" nocfi.c
 		objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "$tmp/nocfi"

@@ -40,3 +40,46 @@ func TestFrameLargerThanWindow(t *testing.T) {
 		t.Errorf("err %v, want the read of the saved r14 at %#x", st.Err, callerSP+112)
 	}
 }
+
+// The window records what the walk needed of the stack: the read of the
+// saved r14 beyond the copy is missed, and a copy up to Reached (what a
+// sampler copies of the thread next time) holds every read of the walk.
+func TestWindowRecordsReach(t *testing.T) {
+	const big = 40 << 10
+	s := newFakeStack(stackLow, 64<<10, binary.BigEndian)
+	callerSP := s.high() - 256
+	s.put(callerSP+112, s390Start+0x20)
+	s.put(callerSP+120, callerSP)
+	sp := callerSP - big
+	rows := &fakeRows{}
+	rows.add(s390Start, s390Main, outermost)
+	rows.add(s390Bar, s390End, sframe.Row{CFA: cfaReg(regs.S390XSP, 160+big), RA: atCFA(-48), FP: same})
+	r := regs.Set{Arch: regs.S390X, PC: s390Bar + 0x10}
+	r.Put(regs.S390XSP, sp)
+	mods := NewModuleList(s390Module(rows))
+	want := []wantFrame{{s390Bar + 0x10, sp, MethodRegs}, {s390Start + 0x20, callerSP, MethodSFrame}}
+
+	full := s.window()
+	window := &StackWindow{Base: sp, Bytes: full.Bytes[sp-s.low : sp-s.low+16<<10], Fallback: full, StackEnd: s.high()}
+	st := Walk(r, window, mods, Options{Stack: s.bounds()})
+	checkFrames(t, st, want)
+	if window.Missed == 0 || window.Reached < callerSP+120 || window.Reached > s.high() {
+		t.Fatalf("16 KiB copy: missed %d, reached %#x; want a miss and the end of the saved r14 (%#x)", window.Missed, window.Reached, callerSP+120)
+	}
+
+	reached := window.Reached
+	window = &StackWindow{Base: sp, Bytes: full.Bytes[sp-s.low : reached-s.low], StackEnd: s.high()}
+	st = Walk(r, window, mods, Options{Stack: s.bounds()})
+	checkFrames(t, st, want)
+	checkStop(t, st, nil, 0)
+	if window.Missed != 0 || window.Reached != reached {
+		t.Errorf("copy up to %#x: missed %d, reached %#x; want none missed, the same reach", reached, window.Missed, window.Reached)
+	}
+
+	// Reads outside the stack (code, another mapping) are not the stack's.
+	window = &StackWindow{Base: sp, Bytes: full.Bytes[sp-s.low : sp-s.low+16<<10], Fallback: full, StackEnd: callerSP}
+	Walk(r, window, mods, Options{Stack: s.bounds()})
+	if window.Missed != 0 || window.Reached > callerSP {
+		t.Errorf("stack ending below the read: missed %d, reached %#x; want nothing recorded above %#x", window.Missed, window.Reached, callerSP)
+	}
+}

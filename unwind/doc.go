@@ -16,8 +16,11 @@
 // nothing. The returned Stack.Frames is valid until the next Walk. The
 // sampler typically copies [SP, SP+N) while the thread is stopped, resumes
 // it, and walks a StackWindow over that copy with the live reader as
-// Fallback for anything above the window. Walk (the function) is the
-// one-shot form.
+// Fallback for anything above the window. With StackWindow.StackEnd set
+// the window records how far up the walk read the thread's stack and how
+// often the copy lacked it (read live, after the thread moved on): the
+// sampler sizes its next copies from that (N is a hint, not a wall). Walk
+// (the function) is the one-shot form.
 //
 // # One step
 //

@@ -18,10 +18,39 @@ var ErrOutsideWindow = errors.New("unwind: address outside the captured stack wi
 // live process; nil when only the capture exists). The sampler copies the
 // window while the thread is stopped and unwinds after resuming it, so the
 // frames it walks are the ones that existed at the sample.
+//
+// With StackEnd set, the window also records what a walk needed of the
+// thread's stack, [Base, StackEnd): how far up it read (Reached) and how
+// many of those reads the copy did not hold (Missed), which went to
+// Fallback, that is to memory the thread may have changed since. A
+// sampler sizes its next copies of the thread from them; a test proves
+// with Missed that a walk used the stopped copy only. Set them to zero
+// before reusing a window for another walk.
 type StackWindow struct {
 	Base     uint64
 	Bytes    []byte
 	Fallback io.ReaderAt
+
+	// StackEnd is the end of the stack Base lies in (its mapping); 0
+	// records nothing.
+	StackEnd uint64
+	// Reached is the end of the highest read of [Base, StackEnd) (0:
+	// none), whether the copy held it or not.
+	Reached uint64
+	// Missed counts the reads of [Base, StackEnd) the copy did not hold.
+	Missed int
+}
+
+// note records a read of [addr, addr+n) of the thread's stack.
+func (w *StackWindow) note(addr, n uint64, held bool) {
+	if addr < w.Base || addr >= w.StackEnd {
+		return
+	}
+	end := min(addr+n, w.StackEnd)
+	w.Reached = max(w.Reached, end)
+	if !held {
+		w.Missed++
+	}
 }
 
 // contains reports whether [addr, addr+n) lies inside the window.
@@ -34,6 +63,20 @@ func (w *StackWindow) contains(addr, n uint64) bool {
 	return off <= size && n <= size-off
 }
 
+// Word reads the word at addr from the copy in byte order order,
+// recorded as ReadAt records it; ok is false when the copy does not hold
+// all 8 bytes (read them through ReadAt then). It is the walkers' fast
+// path: no interface call, no buffer.
+func (w *StackWindow) Word(addr uint64, order binary.ByteOrder) (v uint64, ok bool) {
+	if !w.contains(addr, 8) {
+		return 0, false
+	}
+	if w.StackEnd != 0 {
+		w.note(addr, 8, true)
+	}
+	return order.Uint64(w.Bytes[addr-w.Base:]), true
+}
+
 // ReadAt reads len(p) bytes at address off. A read that is not entirely
 // inside the window goes to Fallback as a whole; without one, the bytes
 // that are inside are copied and ErrOutsideWindow is returned.
@@ -42,7 +85,11 @@ func (w *StackWindow) ReadAt(p []byte, off int64) (int, error) {
 		return 0, ErrOutsideWindow
 	}
 	addr := uint64(off)
-	if w.contains(addr, uint64(len(p))) {
+	held := w.contains(addr, uint64(len(p)))
+	if w.StackEnd != 0 {
+		w.note(addr, uint64(len(p)), held)
+	}
+	if held {
 		return copy(p, w.Bytes[addr-w.Base:]), nil
 	}
 	if w.Fallback != nil {

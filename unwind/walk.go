@@ -585,8 +585,10 @@ func (w *Walker) checkSP(spCaller, sp uint64, topmost bool) stepFail {
 // word reads one target word. Reads inside a StackWindow skip the
 // interface call and the copy.
 func (w *Walker) word(addr uint64) (uint64, stepFail) {
-	if sw, ok := w.mem.(*StackWindow); ok && sw.contains(addr, 8) {
-		return w.order.Uint64(sw.Bytes[addr-sw.Base:]), stepFail{}
+	if sw, ok := w.mem.(*StackWindow); ok {
+		if v, ok := sw.Word(addr, w.order); ok {
+			return v, stepFail{}
+		}
 	}
 	if w.mem == nil || addr > math.MaxInt64-8 {
 		return 0, stepFail{err: ErrMemory, addr: addr}

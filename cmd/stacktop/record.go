@@ -362,6 +362,9 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 		trunc = 100 * float64(st.Truncated) / float64(st.Samples)
 	}
 	fmt.Fprintf(w, "  truncated stacks: %d (%.1f%%)\n", st.Truncated, trunc)
+	if st.StackMissed > 0 {
+		fmt.Fprintf(w, "  stacks read partly from the live process, beyond the copy taken at the sample: %d\n", st.StackMissed)
+	}
 	var total int64
 	names := make([]string, 0, len(st.Methods))
 	for m, n := range st.Methods {

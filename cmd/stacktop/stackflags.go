@@ -32,7 +32,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.tids, "tid", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
 	f.stackWindow = ptracesampler.DefaultStackWindow
-	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB)")
+	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB); a hint: with ptrace, more is copied where a thread's frames need it")
 	f.unwinders.register(fs)
 	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
 	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")

@@ -18,7 +18,7 @@
 // (SFrame, then frame pointers on arm64 or the back chain on s390x). The
 // spinning threads' stacks are known by construction (testdata/cross/
 // spin.c); each must start with its known chain, every caller found by the
-// method the fixture's build calls for. With -snapshots the deep and leaf
+// method the fixture's build calls for. With -snapshots the deep, leaf and big
 // threads are printed as unwind.Snapshot JSON (gzip, base64, between
 // markers) with a symbol sidecar, for emu/run.sh to store. Thread names
 // come from procmaps, and the wait for goprog's thread to block in a
@@ -345,7 +345,8 @@ type expectation struct {
 var spinThreads = []expectation{
 	{"deep", []string{"spin_nonleaf", "level1", "level2", "level3", "deep_thread"}, false},
 	{"leaf", []string{"spin_leaf", "leaf_caller", "leaf_thread"}, true},
-	// A leaf with 40 KiB of locals: its caller is beyond the 16 KiB window.
+	// A leaf with 40 KiB of locals: its caller is beyond a 16 KiB window,
+	// inside the copy of the used stack.
 	{"big", []string{"spin_bigleaf", "big_caller", "big_thread"}, true},
 }
 
@@ -363,7 +364,7 @@ func callerMethod(fixture string) unwind.Method {
 
 func testMain(args []string) int {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	snapshots := fs.Bool("snapshots", false, "print snapshots of the deep and leaf threads")
+	snapshots := fs.Bool("snapshots", false, "print snapshots of the deep, leaf and big threads")
 	rounds := fs.Int("rounds", 5, "freeze-and-sample rounds per fixture")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -543,6 +544,15 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 			proc.Thaw()
 			return fmt.Errorf("thread %d: %w", tid, err)
 		}
+		// As a dump copies it: the thread's used stack, from SP to the top
+		// of its mapping (frozen, the thread is read again, not stopped),
+		// so a frame larger than the 16 KiB window is in the copy.
+		if top := t.stackOf(s.StackAddr).High; top > s.StackAddr+uint64(len(s.Stack)) {
+			if s, err = proc.Sample(tid, min(int(top-s.StackAddr), 1<<20), top); err != nil {
+				proc.Thaw()
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+		}
 		if err := proc.FPRegs(tid, &s.Regs); err != nil {
 			proc.Thaw()
 			return fmt.Errorf("thread %d: %w", tid, err)
@@ -567,9 +577,10 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 			sym, ok := t.symbolize(pc)
 			return sym.Value, sym.Value + sym.Size, ok
 		}
-		// Beyond the copied window the walk reads the live stack, as the
-		// sampler does: the outer frames of a spinning thread do not change.
-		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live}
+		// Beyond the copy the walk would read the live stack, as the
+		// sampler does; the copy holds the thread's stack, so it must not
+		// (StackEnd records such reads).
+		win := &unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: live, StackEnd: stack.High}
 		st := unwind.Walk(s.Regs, win, t.mods, opts)
 		if print {
 			fprs := ""
@@ -589,9 +600,14 @@ func checkRound(proc *ptrace.Process, t *target, live unwind.Memory, pac uint64,
 				errs = append(errs, fmt.Errorf("thread %s: %w", c, err))
 				continue
 			}
-			// A snapshot holds only the copied window: the big thread's
-			// caller is beyond it, so it would not replay.
-			if snapshots && e.comm != "big" {
+			if win.Missed > 0 {
+				errs = append(errs, fmt.Errorf("thread %s: %d reads of its stack beyond the %d bytes copied", c, win.Missed, len(s.Stack)))
+				continue
+			}
+			// A caller taken from the link register was checked against
+			// the code before it, which a snapshot does not hold: such a
+			// walk would not replay.
+			if snapshots && !slices.ContainsFunc(st.Frames, func(f unwind.Frame) bool { return f.Method == unwind.MethodLinkReg }) {
 				if err := emitSnapshot(t, s, st, stack, pac, c); err != nil {
 					errs = append(errs, err)
 				}

@@ -76,6 +76,24 @@ type Sample struct {
 	// Set by back ends that learn of mappings as they happen (perf:
 	// PERF_RECORD_MMAP2); others leave it false.
 	MapsChanged bool
+
+	// StackUse is written by the consumer while it unwinds the sample
+	// (during yield, resolve.Resolver.Walk): what the walk read of the
+	// thread's stack. A back end that sizes its stack copies per thread
+	// (ptrace) reads it once yield returns; others ignore it.
+	StackUse StackUse
+}
+
+// StackUse is what a walk needed of its sample's stack: the stack mapping
+// above StackAddr.
+type StackUse struct {
+	// End is the end of the walk's highest read of the stack (0: none, or
+	// the stack mapping is not known): a copy up to End holds every read.
+	End uint64
+	// Missed counts the walk's reads of the stack that Stack did not
+	// hold. They were served from the live process, after the thread
+	// was resumed: frames the thread has left since may be wrong.
+	Missed int
 }
 
 // Round is what one call of Source.Next did, besides its samples: the

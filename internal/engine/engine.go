@@ -94,6 +94,7 @@ type sampled struct {
 	reused   bool  // Unchanged: the thread's last stack again
 	pause    time.Duration
 	total    time.Duration
+	missed   bool // the walk read stack beyond the copy (Stats.StackMissed)
 	// pending: frames lack lines not ready yet (resolve.Stack's).
 	pending []unwind.Frame
 }
@@ -105,6 +106,7 @@ type engineStats struct {
 	samples, stops, reused int64
 	failed, gone, notTaken int64
 	lost                   int64
+	stackMissed            int64
 	pause, pauseTotal      histogram
 	interrupts             map[int]int64
 	threads                int
@@ -128,6 +130,11 @@ type Stats struct {
 	Failed      int64   // thread samples that failed (not counting exits)
 	Gone        int64   // thread samples not taken because the thread exited
 	Truncated   int64   // stacks that did not reach the outermost frame
+	// StackMissed counts samples whose walk read part of the thread's
+	// stack from the live process, beyond the back end's copy: the thread
+	// ran since, so those frames may be off. ptrace then copies more of
+	// that thread's next samples; perf cannot (the kernel's copy is fixed).
+	StackMissed int64
 	Methods     map[string]int64
 	Threads     int // threads traced now
 	// Pause is how long a thread stayed stopped per sample (stop reported
@@ -293,7 +300,7 @@ func (e *Engine) take(s *backend.Sample) {
 		weight = max(1, int64((s.Weight+e.opts.Period/2)/e.opts.Period))
 	}
 	e.batch = append(e.batch, sampled{th: th, at: s.Time, frames: st.Frames, complete: st.Complete,
-		weight: weight, pause: s.Pause, total: s.Total, pending: st.Pending})
+		weight: weight, pause: s.Pause, total: s.Total, pending: st.Pending, missed: s.StackUse.Missed > 0})
 }
 
 func (e *Engine) finish(now time.Time) {
@@ -327,6 +334,9 @@ func (e *Engine) commit(r *backend.Round, notes []string) {
 			e.noteLines(b.th.profiled.LastStack, b)
 		}
 		e.st.samples++
+		if b.missed {
+			e.st.stackMissed++
+		}
 		switch {
 		case b.reused:
 			e.st.reused++
@@ -494,7 +504,7 @@ func (e *Engine) Stats() Stats {
 	s := Stats{
 		Elapsed: e.st.elapsed, Ticks: e.st.ticks, MissedTicks: e.st.missedTicks, Lost: e.st.lost,
 		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
-		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated,
+		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated, StackMissed: e.st.stackMissed,
 		Wall: e.opts.Wall, Weight: e.prof.Samples, Period: e.opts.Period,
 		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks,
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,

@@ -291,3 +291,24 @@ func TestHistogramQuantiles(t *testing.T) {
 		t.Errorf("n = %d", st.N)
 	}
 }
+
+// TestEngineStackMissed: chains' bigframe thread has a 70 KiB frame over
+// its spinning leaf. Its first sample's walk reads the callers of that
+// frame from the live process, beyond the 16 KiB window, and is counted;
+// the back end learns and copies more of the thread from then on, so
+// (nearly) no later sample is.
+func TestEngineStackMissed(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "chains-sframe3")
+	big := byName(t, tg, "bigframe")[0]
+	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99, Idle: true, TIDs: []int{big}, Duration: time.Second}, time.Minute)
+	if st.Stops < 20 {
+		t.Fatalf("%d samples that stopped the thread, want at least 20", st.Stops)
+	}
+	if st.StackMissed < 1 || st.StackMissed > 2 {
+		t.Errorf("%d of %d samples read stack beyond the copy, want 1 (the first) or 2", st.StackMissed, st.Stops)
+	}
+	if st.Truncated != 0 {
+		t.Errorf("%d truncated stacks", st.Truncated)
+	}
+}

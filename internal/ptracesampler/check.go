@@ -45,6 +45,9 @@ type threadState struct {
 	// sampled: the thread was yielded with a stack since the last exec,
 	// so under Idle a tick it did not run can yield it Unchanged.
 	sampled bool
+	// stack is what its walks needed of its stack beyond the window
+	// (stacks.go): its next copies reach that far.
+	stack learned
 	// Back-off of idle threads: after idleChecks consecutive readings that
 	// showed no run, schedstat is read again only at tick nextCheck.
 	idleChecks int

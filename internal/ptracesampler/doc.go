@@ -12,9 +12,12 @@
 // processes on its locked OS thread.
 //
 // Pauses: a thread is stopped only while its registers and a bounded window
-// of its stack (Options.StackWindow bytes above SP) are copied; it is
-// resumed before its sample is yielded, so the consumer's unwinding never
-// extends a stop. A tick's threads are sampled in one batch on the tracer
+// of its stack (Options.StackWindow bytes above SP, more for a thread
+// whose walks needed more: stacks.go) are copied; it is resumed before its
+// sample is yielded, so the consumer's unwinding never extends a stop.
+// What a walk needed comes back in Sample.StackUse, which the consumer
+// sets during yield. A dump copies each thread's used stack instead
+// (stacks.go). A tick's threads are sampled in one batch on the tracer
 // thread (ptrace.Process.SampleBatch), with a per-tick deadline: a thread
 // that does not stop in time is left running and counted NotTaken.
 //

@@ -27,6 +27,7 @@ type Dump struct {
 	pid    int
 	window int
 	sample backend.Sample
+	stacks threadStacks // read before each batch (stacks.go)
 }
 
 // ThreadInfo is what /proc says of a thread just before its sample: its
@@ -38,7 +39,8 @@ type ThreadInfo struct {
 }
 
 // OpenDump attaches to pid through tracer. stackWindow is the bytes copied
-// above SP while a thread is stopped (0: DefaultStackWindow).
+// above SP while a thread is stopped (0: DefaultStackWindow) when SP is
+// not on a thread stack; on one, its used stack is copied (stacks.go).
 func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
 	if stackWindow <= 0 {
 		stackWindow = DefaultStackWindow
@@ -72,9 +74,11 @@ func (d *Dump) Thaw() error { return d.proc.Thaw() }
 func (d *Dump) Close() error { return d.proc.Detach() }
 
 // Sample samples the threads tids in one batch, one trip to the tracer
-// thread (ptrace.Process.SampleEach): a dump of a thousand threads pays
+// thread (ptrace.Process.SampleBatch): a dump of a thousand threads pays
 // one hand-off between goroutines, not a thousand. Each thread is stopped
-// only while its registers and stack window are copied, and resumed
+// only while its registers and stack are copied (its used stack if SP is on
+// a thread stack, from the maps read once before the batch; else the
+// window), and resumed
 // before each is called with its sample, which is valid only during the
 // call (the consumer walks it there). Names and states are read from /proc
 // before the batch, so they describe the threads as they were, not in
@@ -92,7 +96,9 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 		infos[i] = ThreadInfo{TID: tid, Name: ti.Name, State: stateString(ti.State)}
 	}
 	exited := false
-	err := d.proc.SampleEach(tids, d.window, func(i int, s *ptrace.Sample, err error) bool {
+	d.stacks = readThreadStacks(d.pid)
+	o := ptrace.BatchOptions{StackWindow: d.window, WindowAt: d.windowAt}
+	err := d.proc.SampleBatch(tids, o, func(i int, s *ptrace.Sample, err error) bool {
 		if errors.Is(err, ptrace.ErrProcessExited) {
 			exited = true
 			return true
@@ -114,6 +120,11 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 		err = backend.ErrExited
 	}
 	return err
+}
+
+// windowAt is the copy of thread tid stopped at sp: its used stack.
+func (d *Dump) windowAt(tid int, sp uint64) int {
+	return d.stacks.usedStack(sp, d.window, copyLimit(d.window))
 }
 
 func stateString(b byte) string {

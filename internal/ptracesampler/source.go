@@ -15,8 +15,9 @@ import (
 const DefaultRate = 99
 
 // DefaultStackWindow is how many bytes above SP are copied while a thread is
-// stopped. 16 KiB holds the frames of typical call chains; the rest is read
-// live after the thread resumed.
+// stopped. 16 KiB holds the frames of typical call chains. It is a hint,
+// not a wall: a dump copies a thread's used stack, and record and top copy
+// more of a thread whose walks needed more (stacks.go).
 const DefaultStackWindow = 16 << 10
 
 // jitter is the largest relative change of one tick's period. The mean
@@ -27,7 +28,7 @@ const jitter = 0.2
 // Options configure periodic sampling.
 type Options struct {
 	Rate        float64 // ticks per second; 0 means DefaultRate
-	StackWindow int     // bytes copied above SP while stopped; 0 means DefaultStackWindow
+	StackWindow int     // bytes copied above SP while stopped (more where walks need it: stacks.go); 0 means DefaultStackWindow
 	// Idle samples for a wall-clock profile: every thread is yielded at
 	// every tick, and a thread that did not run since its last sample is
 	// not stopped again but yielded Unchanged (its stack cannot have
@@ -78,6 +79,15 @@ type Source struct {
 	carry   bool      // a tick was put off by an exec: take it at once
 	sample  backend.Sample
 	closed  bool
+
+	// Copies larger than the window (stacks.go): the process's thread
+	// stacks, read when a thread's walk first needs more than the window
+	// (again at most once a second, for stacks mapped since), and the
+	// largest copy.
+	stacks     threadStacks
+	stacksRead time.Time
+	copyLimit  int
+	windowAt   func(tid int, sp uint64) int // s.threadWindow, bound once
 }
 
 // stackResult is one thread's outcome in a tick's batch.
@@ -122,6 +132,8 @@ func newSource(proc *ptrace.Process, opts Options) *Source {
 		}
 	}
 	s.ledger.clock = s.runs.process
+	s.copyLimit = copyLimit(opts.StackWindow)
+	s.windowAt = s.threadWindow
 	return s
 }
 
@@ -192,7 +204,9 @@ func (s *Source) Next(ctx context.Context, yield func(*backend.Sample)) (backend
 		s.execs = n
 		for _, th := range s.threads {
 			th.sampled = false // stacks of the old image
+			th.stack = learned{}
 		}
+		s.stacks, s.stacksRead = nil, time.Time{}
 		s.carry = true
 		r.Exec, r.Threads = true, len(s.threads)
 		return r, nil
@@ -300,6 +314,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 	clear(results)
 	o := ptrace.BatchOptions{
 		StackWindow: s.opts.StackWindow,
+		WindowAt:    s.windowAt,
 		Deadline:    s.tickDeadline(ctx, time.Now()),
 		Cancel:      ctx.Done(),
 		OthersStill: func() bool { return s.afterBatch(tick, todo, results) },
@@ -320,6 +335,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 		s.sample = backend.Sample{TID: th.tid, Time: now, Regs: ps.Regs, StackAddr: ps.StackAddr, Stack: ps.Stack,
 			Weight: weight, Pause: ps.Stopped, Total: ps.Total}
 		yield(&s.sample)
+		s.learn(th, ps.StackAddr, s.sample.StackUse)
 		return true
 	}); err != nil {
 		r.Failed++
@@ -351,6 +367,30 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 	}
 	clear(results)
 	return false
+}
+
+// threadWindow is BatchOptions.WindowAt: the copy of thread tid stopped
+// at sp, the window or what its walks learned they need.
+func (s *Source) threadWindow(tid int, sp uint64) int {
+	if th := s.threads[tid]; th != nil && th.stack.end != 0 {
+		return th.stack.window(sp, s.opts.StackWindow, s.copyLimit)
+	}
+	return s.opts.StackWindow
+}
+
+// learn sizes th's next copies from what the walk of its sample at sp
+// read of its stack (use, set by the consumer in yield).
+func (s *Source) learn(th *threadState, sp uint64, use backend.StackUse) {
+	if th.stack.end == 0 && use.End <= sp+uint64(s.opts.StackWindow) {
+		return // the common case: the window held the walk
+	}
+	if th.stack.learn(sp, use, s.opts.StackWindow, s.stacks) || time.Since(s.stacksRead) < time.Second {
+		return
+	}
+	// A stack mapped since the maps were read (or never read): read them
+	// again, between two windows of the batch (no thread stopped).
+	s.stacks, s.stacksRead = readThreadStacks(s.pid), time.Now()
+	th.stack.learn(sp, use, s.opts.StackWindow, s.stacks)
 }
 
 func (s *Source) yieldUnchanged(th *threadState, now time.Time, yield func(*backend.Sample)) {

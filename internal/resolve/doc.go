@@ -21,7 +21,10 @@
 // its sample is resolved. Frames beyond the stack copy are read from the
 // live process, which is consistent for the outer frames of a running
 // thread (they do not change while it runs below them) and exact under
-// Freeze.
+// Freeze, but not for a thread that has left them since. So Walk reports
+// in Sample.StackUse how far up the walk read the thread's stack mapping
+// and how many reads the copy lacked: ptrace sizes the thread's next
+// copies from it, and the engine counts such samples.
 //
 // Tail calls: between an unwound callee and its caller, the functions that
 // left the stack by jumping are put back from DWARF call sites

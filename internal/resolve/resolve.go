@@ -167,7 +167,9 @@ func (r *Resolver) Resolve(s *backend.Sample) Stack {
 // Walk unwinds s without naming its frames: a dump walks every thread
 // while it samples and names them after, so that loading symbols and
 // debug info does not hold up the sampling. The frames alias the
-// Resolver's buffer: valid until the next walk.
+// Resolver's buffer: valid until the next walk. Walk sets s.StackUse:
+// how far up the walk read the thread's stack, and how often beyond the
+// copy (from the live process).
 func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 	if _, ok := r.space.Find(s.Regs.PC); !ok || s.MapsChanged {
 		// New code since the maps were read (dlopen, exec), found here
@@ -188,9 +190,11 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 	}
 	if m, ok := r.space.MappingAt(s.Regs.SP()); ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
+		r.window.StackEnd = m.End // what the walk reads of it: s.StackUse
 	}
 	st := r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
 	r.goStacks.check(&st)
+	s.StackUse = backend.StackUse{End: r.window.Reached, Missed: r.window.Missed}
 	return st
 }
 

@@ -82,7 +82,12 @@ func TestDumpSignalFrames(t *testing.T) {
 // matches any PC), and the walk to end where gdb's does. check is called
 // for each frame index of each thread.
 func compareWithGDB(t *testing.T, name string, check func(ts ThreadStack, i int, want []gdbstack.Frame)) {
-	tg := targets.Start(t, name)
+	compareTargetWithGDB(t, targets.Start(t, name), check)
+}
+
+// compareTargetWithGDB is compareWithGDB on a started target; it returns
+// the dump.
+func compareTargetWithGDB(t *testing.T, tg *targets.Target, check func(ts ThreadStack, i int, want []gdbstack.Frame)) *Result {
 	tg.Stop()
 	defer tg.Cont()
 	res, gdb := dumpWithGDB(t, tg.PID(), Options{})
@@ -116,6 +121,7 @@ func compareWithGDB(t *testing.T, name string, check func(ts ThreadStack, i int,
 		}
 	}
 	t.Logf("methods: %s", methodShares(res.Threads))
+	return res
 }
 
 // methodShares counts the frames found by each method.

@@ -24,7 +24,8 @@ type Options struct {
 	// others are not stopped at all (with Freeze they are: a consistent
 	// snapshot stops every thread).
 	Select func(tid int) bool
-	// StackWindow is the bytes of stack copied while a thread is stopped;
+	// StackWindow is the bytes of stack copied while a thread is stopped
+	// when it is not on a thread stack (on one, its used stack is);
 	// 0 means ptracesampler.DefaultStackWindow.
 	StackWindow int
 	Resolve     resolve.Options // unwinders, depth, symbols
@@ -40,6 +41,11 @@ type ThreadStack struct {
 	Err      error // why the walk stopped early (Complete false), or the sample failed
 	Stopped  time.Duration
 	Total    time.Duration
+	// StackMissed counts the walk's reads of the thread's stack that the
+	// copy taken while it was stopped did not hold: they were read from
+	// the live process after it resumed (0 unless a stack is not a
+	// thread stack, or larger than the copy may grow).
+	StackMissed int
 }
 
 // Result is one dump.
@@ -222,6 +228,7 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 		default:
 			ts.Stopped, ts.Total = s.Pause, s.Total
 			st := r.Walk(s) // aliases the resolver's buffer: copied
+			ts.StackMissed = s.StackUse.Missed
 			st.Frames = slices.Clone(st.Frames)
 			out = append(out, walked{ts: ts, st: st})
 			return
