@@ -56,6 +56,9 @@ func runDump(args []string) int {
 		if err := fs.Parse(fs.Args()[1:]); err != nil {
 			return exitUsage
 		}
+		if *pid != n {
+			return reportUsage(fs, fmt.Errorf("two processes given (%d and -p %d): dump one at a time", n, *pid))
+		}
 	}
 	if *pid <= 0 || fs.NArg() != 0 {
 		fs.Usage()

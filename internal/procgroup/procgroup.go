@@ -54,7 +54,8 @@ type Group struct {
 	members  []Member
 	known    map[int]bool // PIDs ever in the group, so a child joins once
 	errs     []error
-	skipped  []string // children alive but not followed: why, for the notes
+	skipped  []string // the first maxSkippedNotes children alive but not followed: why
+	nSkipped int      // all of them
 	running  int      // engines whose Run has not returned
 	wg       sync.WaitGroup
 	cancel   context.CancelFunc // ends every engine; set by Run
@@ -168,7 +169,9 @@ func (fl *Group) Run(ctx context.Context, follow bool) []error {
 					// missing from the recording.
 					if comm := procmaps.Comm(pid); comm != "" {
 						fl.mu.Lock()
-						fl.skipped = append(fl.skipped, fmt.Sprintf("child %d (%s) not recorded: %v", pid, procmaps.EscapeControl(comm), err))
+						if fl.nSkipped++; len(fl.skipped) < maxSkippedNotes {
+							fl.skipped = append(fl.skipped, fmt.Sprintf("child %d (%s) not recorded: %v", pid, procmaps.EscapeControl(comm), err))
+						}
 						fl.mu.Unlock()
 					}
 				}
@@ -293,6 +296,7 @@ func (fl *Group) Stats() (engine.Stats, int) {
 		sum.Failed += st.Failed
 		sum.Gone += st.Gone
 		sum.Truncated += st.Truncated
+		sum.StackMissed += st.StackMissed
 		sum.Threads += st.Threads
 		sum.NotTaken += st.NotTaken
 		sum.ShortTicks += st.ShortTicks
@@ -322,11 +326,11 @@ const maxSkippedNotes = 3
 // skippedNotes are the notes about children not followed. Called with mu
 // held.
 func (fl *Group) skippedNotes() []string {
-	if len(fl.skipped) <= maxSkippedNotes {
-		return slices.Clone(fl.skipped)
+	notes := slices.Clone(fl.skipped)
+	if more := fl.nSkipped - len(fl.skipped); more > 0 {
+		notes = append(notes, fmt.Sprintf("%d more children not recorded", more))
 	}
-	notes := slices.Clone(fl.skipped[:maxSkippedNotes])
-	return append(notes, fmt.Sprintf("%d more children not recorded", len(fl.skipped)-maxSkippedNotes))
+	return notes
 }
 
 func worse(a, b engine.PauseStats) engine.PauseStats {
