@@ -63,6 +63,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	for _, n := range r.Notes {
 		fmt.Fprintf(w, "stacktop: note: %s\n", n)
 	}
+	if n := r.partlyLive(); n > 0 {
+		fmt.Fprintf(w, "stacktop: note: %d threads' stacks were read partly after the thread resumed (beyond the copy taken while stopped): their outer frames may be of a later moment\n", n)
+	}
 	var unwinders string
 	if len(r.Unwinders) > 0 {
 		unwinders = "; unwinders " + strings.Join(r.Unwinders, ",")
@@ -74,6 +77,18 @@ func WriteSummary(w io.Writer, r *Result) {
 	}
 	fmt.Fprintf(w, "stacktop: %d threads in %v; each thread stopped min %v, median %v, max %v%s\n",
 		len(r.Threads), r.Wall.Round(1e3), r.Pauses.Min.Round(100), r.Pauses.Median.Round(100), r.Pauses.Max.Round(100), unwinders)
+}
+
+// partlyLive counts the threads whose walk read some of their stack from
+// the live process (ThreadStack.StackMissed).
+func (r *Result) partlyLive() int {
+	n := 0
+	for i := range r.Threads {
+		if r.Threads[i].StackMissed > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // The JSON document; its schema is documented in docs/dump.md ("--json"),
