@@ -3,6 +3,7 @@ package resolve
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"stacktop/backchain"
 	"stacktop/internal/backend"
@@ -68,7 +69,17 @@ type Resolver struct {
 
 	walker unwind.Walker
 	window unwind.StackWindow
+	// stackRefreshed is when a walk last read the maps again for a stack
+	// pointer on no known mapping (stackRefreshGap).
+	stackRefreshed time.Time
 }
+
+// stackRefreshGap is how often, at most, a walk whose stack pointer lies
+// on no mapping the resolver knows reads the maps again: a thread created
+// after they were read runs on a stack mapped since, and without its
+// bounds the walk can tell the back end nothing of what it needed of it
+// (s.StackUse, from which the ptrace back end learns a thread's copy).
+const stackRefreshGap = time.Second
 
 // New loads the address space of pid. mem reads the process's memory
 // (frames beyond a sample's stack copy, the vDSO image); it stays the
@@ -188,7 +199,13 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 		// have no row, the back chain (-mbackchain code) is the fallback.
 		opts.Fallback = r.backChain
 	}
-	if m, ok := r.space.MappingAt(s.Regs.SP()); ok {
+	m, ok := r.space.MappingAt(s.Regs.SP())
+	if now := time.Now(); !ok && now.Sub(r.stackRefreshed) >= stackRefreshGap {
+		r.stackRefreshed = now
+		r.refresh()
+		m, ok = r.space.MappingAt(s.Regs.SP())
+	}
+	if ok {
 		opts.Stack = unwind.StackBounds{Low: m.Start, High: m.End}
 		r.window.StackEnd = m.End // what the walk reads of it: s.StackUse
 	}
