@@ -152,6 +152,14 @@ type BatchOptions struct {
 	// Cancel, if not nil: once closed, threads not yet sampled are not
 	// sampled (ErrNotTaken).
 	Cancel <-chan struct{}
+	// Release lets each sampled thread go with PTRACE_DETACH at the stop
+	// of its sample instead of resuming it: a one-shot dump's threads are
+	// then stopped once, not again to be detached at the end, and the
+	// tracee list shrinks as the batch goes. A released thread is no
+	// longer this Process's (Threads leaves it out; sampling it again is
+	// ErrDetached), its pending signal is delivered and a group-stopped
+	// thread stays stopped, as with Detach. Ignored while frozen.
+	Release bool
 	// OthersStill, if not nil, runs on the tracer thread after the batch
 	// (after every call of each); if it reports true the batch skips its
 	// final drain (a walk over every tracee in the kernel). It must only report true when no
@@ -261,8 +269,12 @@ const stateCheckGap = 5 * time.Millisecond
 // batchState is the tracer's batch bookkeeping.
 type batchState struct {
 	running bool // a batch is under way (drains then do not chase signals)
+	release bool // its sampled threads are detached, not resumed (Release)
 	// interrupts counts the PTRACE_INTERRUPTs batches issued (tests).
 	interrupts int64
+	// releasedSignals counts the threads Release detached with a signal
+	// to deliver (tests).
+	releasedSignals int64
 }
 
 // batchSlots is one Process's batch storage, reused across batches.
@@ -323,9 +335,9 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 		b.free = append(b.free, s)
 	}
 	b.flights, b.ready = b.flights[:0], b.ready[:0]
-	t.batch.running = true
+	t.batch.running, t.batch.release = true, o.Release
 	defer func() {
-		t.batch.running = false
+		t.batch.running, t.batch.release = false, false
 		// Whatever ended the window, no thread stays held for it: a stop
 		// still to come is resumed by a drain.
 		for _, f := range b.flights {
@@ -347,7 +359,13 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 		r.next++
 		if x, ok := p.startSample(i, tids[i], n); ok {
 			b.ready = append(b.ready, x)
+			continue
 		}
+		// A sleeping thread woken by the interrupt on this CPU runs
+		// first and is often stopped by now: take it at once, not once
+		// the rest of the window was interrupted (which held it stopped
+		// for that long, a few hundred µs).
+		p.pollFlight(len(b.flights)-1, n)
 	}
 	lastDrain := time.Now()
 	gap := t.batchDrainGap()
@@ -431,19 +449,14 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	}
 	th := p.threads[tid]
 	if th == nil || (tid == p.pid && p.leaderZombie) {
-		if p.seen[tid] {
-			return readySample{i: i, err: ErrThreadExited}, true
-		}
-		return readySample{i: i, err: ErrUnknownThread}, true
+		return readySample{i: i, err: p.notTraced(tid)}, true
 	}
 	now := time.Now()
 	if th.state == stateHeld {
 		// Stopped already (frozen, or a stop we hold): no interrupt.
 		s := b.take()
 		err := p.read(th, s, window, 0)
-		if !p.frozen {
-			p.resume(th)
-		}
+		p.letGo(th)
 		d := time.Since(now)
 		s.Stopped, s.Total = d, d
 		if err != nil {
@@ -470,6 +483,18 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	return readySample{}, false
 }
 
+// letGo ends the stop of a sampled thread: nothing while frozen, a
+// release in a Release batch, else a resume.
+func (p *Process) letGo(th *thread) {
+	switch {
+	case p.frozen:
+	case p.tr.batch.release:
+		p.release(th)
+	default:
+		p.resume(th)
+	}
+}
+
 func (b *batchSlots) take() *Sample {
 	s := b.free[len(b.free)-1]
 	b.free = b.free[:len(b.free)-1]
@@ -480,23 +505,33 @@ func (b *batchSlots) take() *Sample {
 // sampled and resumed, an exited one reported. It reports whether any
 // thread stopped or exited.
 func (p *Process) pollFlights(window int) (found bool) {
-	b := &p.batch
-	for j := 0; j < len(b.flights); {
-		f := &b.flights[j]
-		th := f.th
-		r, done := p.pollOne(f, window)
-		if !done {
-			j++
+	for j := 0; j < len(p.batch.flights); {
+		if p.pollFlight(j, window) {
+			found = true
 			continue
 		}
-		found = true
-		th.inFlight = false
-		b.ready = append(b.ready, r)
-		last := len(b.flights) - 1
-		b.flights[j] = b.flights[last]
-		b.flights = b.flights[:last]
+		j++
 	}
 	return found
+}
+
+// pollFlight looks once at the thread in flight j; if it stopped (it is
+// sampled and resumed) or exited, it reports true and the last flight
+// takes place j.
+func (p *Process) pollFlight(j, window int) bool {
+	b := &p.batch
+	f := &b.flights[j]
+	th := f.th
+	r, done := p.pollOne(f, window)
+	if !done {
+		return false
+	}
+	th.inFlight = false
+	b.ready = append(b.ready, r)
+	last := len(b.flights) - 1
+	b.flights[j] = b.flights[last]
+	b.flights = b.flights[:last]
+	return true
 }
 
 // pollOne checks one thread in flight without blocking.
@@ -526,9 +561,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 	}
 	s := p.batch.take()
 	err := p.read(th, s, window, 0)
-	if !p.frozen {
-		p.resume(th)
-	}
+	p.letGo(th)
 	now := time.Now()
 	// The stop came after the last poll that found none: from there to
 	// the resume is an upper bound of the time the thread stood still.

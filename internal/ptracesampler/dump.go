@@ -2,6 +2,7 @@ package ptracesampler
 
 import (
 	"errors"
+	"sync/atomic"
 
 	"stacktop/internal/backend"
 	"stacktop/procmaps"
@@ -25,6 +26,7 @@ var (
 type Dump struct {
 	proc   *ptrace.Process
 	pid    int
+	tasks  *procmaps.TaskDir // nil if it could not be opened
 	window int
 	sample backend.Sample
 }
@@ -47,12 +49,14 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dump{proc: proc, pid: pid, window: stackWindow}, nil
+	tasks, _ := procmaps.OpenTaskDir(pid)
+	return &Dump{proc: proc, pid: pid, window: stackWindow, tasks: tasks}, nil
 }
 
-// Threads lists the process's threads now, in the tracer's order. Threads
-// created during a dump are attached by the kernel and show up in the
-// next listing.
+// Threads lists the process's threads still attached, in the tracer's
+// order: not those Sample already let go. Threads created during a dump
+// by a thread still attached are attached by the kernel and show up in
+// the next listing.
 func (d *Dump) Threads() []int { return d.proc.Threads() }
 
 // PACMask is the process's pointer-authentication mask on arm64 (0
@@ -69,43 +73,59 @@ func (d *Dump) Freeze() error { return d.proc.Freeze() }
 func (d *Dump) Thaw() error { return d.proc.Thaw() }
 
 // Close detaches from every thread. It is safe to call more than once.
-func (d *Dump) Close() error { return d.proc.Detach() }
+func (d *Dump) Close() error {
+	if d.tasks != nil {
+		d.tasks.Close()
+		d.tasks = nil
+	}
+	return d.proc.Detach()
+}
 
-// Sample samples the threads tids in one batch, one trip to the tracer
-// thread (ptrace.Process.SampleEach): a dump of a thousand threads pays
-// one hand-off between goroutines, not a thousand. Each thread is stopped
-// only while its registers and stack window are copied, and resumed
-// before each is called with its sample, which is valid only during the
-// call (the consumer walks it there). Names and states are read from /proc
-// before the batch, so they describe the threads as they were, not in
-// their ptrace stop. A thread that could not be sampled gets err
-// (ErrThreadExited, ErrThreadBlocked, ...); once the process is gone the
-// batch ends and Sample returns backend.ErrExited, after each was called
-// for the threads sampled until then. each must not call back into d.
+// Sample samples the threads tids in batches (ptrace.Process.SampleBatch,
+// one trip to the tracer thread per window of threads), each thread
+// stopped only while its registers and stack window are copied and
+// detached right there (BatchOptions.Release; while frozen, only read):
+// once sampled, a thread is no longer traced, and no second stop detaches
+// it at Close. each is called after the thread was let go, with its
+// sample, which is valid only during the call (the consumer walks it
+// there).
+//
+// Names and states come from /proc before each thread's sample, so they
+// describe the threads as they were, not in their ptrace stop; a
+// goroutine reads them ahead of the sampling, which starts with the
+// threads already read and takes the rest in the batches that follow (a
+// thousand threads' stat files cost about as much as their samples).
+//
+// A thread that could not be sampled gets err (ErrThreadExited,
+// ErrThreadBlocked, ...); once the process is gone the batch ends and
+// Sample returns backend.ErrExited, after each was called for the threads
+// sampled until then. each must not call back into d.
 func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, err error)) error {
 	infos := make([]ThreadInfo, len(tids))
-	for i, tid := range tids {
-		ti, _ := procmaps.ReadThreadInfo(d.pid, tid)
-		if ti.State == 't' && d.proc.JobStopped(tid) {
-			ti.State = 'T' // what it is without stacktop: stopped by a signal
-		}
-		infos[i] = ThreadInfo{TID: tid, Name: ti.Name, State: stateString(ti.State)}
-	}
+	ahead := d.readInfos(tids, infos)
+	defer ahead.stop()
 	exited := false
-	err := d.proc.SampleEach(tids, d.window, func(i int, s *ptrace.Sample, err error) bool {
-		if errors.Is(err, ptrace.ErrProcessExited) {
-			exited = true
+	var err error
+	for lo := 0; lo < len(tids) && !exited && err == nil; {
+		hi := ahead.wait(min(lo+infoBatch, len(tids)))
+		o := ptrace.BatchOptions{StackWindow: d.window, Release: true}
+		err = d.proc.SampleBatch(tids[lo:hi], o, func(i int, s *ptrace.Sample, err error) bool {
+			i += lo
+			if errors.Is(err, ptrace.ErrProcessExited) {
+				exited = true
+				return true
+			}
+			if err != nil {
+				each(infos[i], nil, err)
+				return true
+			}
+			d.sample = backend.Sample{TID: tids[i], Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack,
+				Pause: s.Stopped, Total: s.Total}
+			each(infos[i], &d.sample, nil)
 			return true
-		}
-		if err != nil {
-			each(infos[i], nil, err)
-			return true
-		}
-		d.sample = backend.Sample{TID: tids[i], Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack,
-			Pause: s.Stopped, Total: s.Total}
-		each(infos[i], &d.sample, nil)
-		return true
-	})
+		})
+		lo = hi
+	}
 	if errors.Is(err, ptrace.ErrProcessExited) {
 		exited = true
 		err = nil
@@ -114,6 +134,69 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 		err = backend.ErrExited
 	}
 	return err
+}
+
+// infoBatch is the fewest threads Sample hands to a batch once their
+// names are read (all that are left, if fewer): enough to fill the
+// batch's first window of stops.
+const infoBatch = 32
+
+// infoReader reads the names and states of a Sample's threads, in order,
+// on a goroutine of its own.
+type infoReader struct {
+	read atomic.Int64 // infos[:read] are filled
+	wake chan struct{}
+	quit atomic.Bool
+	done chan struct{}
+}
+
+func (d *Dump) readInfos(tids []int, infos []ThreadInfo) *infoReader {
+	r := &infoReader{wake: make(chan struct{}, 1), done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		for i, tid := range tids {
+			if r.quit.Load() {
+				return
+			}
+			infos[i] = d.info(tid)
+			r.read.Store(int64(i + 1))
+			select {
+			case r.wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return r
+}
+
+// wait blocks until at least n infos are read, and returns how many are.
+func (r *infoReader) wait(n int) int {
+	for {
+		if k := int(r.read.Load()); k >= n {
+			return k
+		}
+		<-r.wake
+	}
+}
+
+// stop ends the reading and waits for the goroutine.
+func (r *infoReader) stop() {
+	r.quit.Store(true)
+	<-r.done
+}
+
+// info reads thread tid's name and state.
+func (d *Dump) info(tid int) ThreadInfo {
+	var st procmaps.Stat
+	if d.tasks != nil {
+		st, _ = d.tasks.Stat(tid)
+	} else {
+		st, _ = procmaps.ReadStat(d.pid, tid)
+	}
+	if st.State == 't' && d.proc.JobStopped(tid) {
+		st.State = 'T' // what it is without stacktop: stopped by a signal
+	}
+	return ThreadInfo{TID: tid, Name: st.Comm, State: stateString(st.State)}
 }
 
 func stateString(b byte) string {

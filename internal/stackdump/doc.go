@@ -4,9 +4,10 @@
 //
 // Run attaches with the ptrace back end's one-shot form
 // (ptracesampler.OpenDump), walks each thread's stack inside the sampling
-// batch and names the frames after it (internal/resolve), detaches, and
-// returns a Result that WriteText and WriteJSON print. By default each
-// thread is stopped only while its registers and stack window are copied;
+// batch and names the frames after it (internal/resolve), detaches what is
+// still attached, and returns a Result that WriteText and WriteJSON print.
+// By default each thread is stopped only while its registers and stack
+// window are copied, and detached right at that stop;
 // Options.Freeze stops them all for one consistent snapshot (for deadlock
 // analysis), at the price of one longer pause.
 package stackdump

@@ -269,6 +269,28 @@ func checkRunning(t *testing.T, tg *targets.Target) {
 	}
 }
 
+// TestDumpReleasesEveryThread: a dump lets each thread go (detaches it)
+// at the stop of its sample, so right after Run every thread of a
+// 300-thread process was dumped and is untraced and running: none waits
+// for a detach at the end.
+func TestDumpReleasesEveryThread(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "manythreads-sframe3", "300", "2")
+	res, err := Run(newTracer(t), tg.PID(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunning(t, tg)
+	if len(res.Threads) != 301 {
+		t.Errorf("%d threads dumped, want 301", len(res.Threads))
+	}
+	for _, ts := range res.Threads {
+		if ts.Err != nil || ts.Stopped <= 0 || len(ts.Frames) == 0 {
+			t.Errorf("thread %d (%s): stopped %v, %d frames, %v", ts.TID, ts.Name, ts.Stopped, len(ts.Frames), ts.Err)
+		}
+	}
+}
+
 // TestSIGKILLMidDump kills stacktop while it dumps a 1,000-thread target:
 // the kernel detaches the tracees and the target keeps running.
 func TestSIGKILLMidDump(t *testing.T) {
