@@ -115,19 +115,22 @@ func setNoCLDStop(on bool) bool {
 // wait4 of its own TID (O(1) in the kernel, where a wait for any tracee
 // walks every traced thread), and on a stop reads the registers and the
 // stack window (one GETREGSET, one process_vm_readv) into a buffer of its
-// own and resumes the thread at once. Only once every thread of the window
-// was sampled (or given up) are the samples handed to the caller (each),
-// and only then is the next window interrupted: whatever each costs (an
-// unwind, or the first load of a library's symbols, which on a loaded
-// machine took 300 ms), no thread is stopped meanwhile. A thread is stopped
-// for its own sample only. Every window slot owns its stack buffer,
-// allocated before any stop (per Process: the slots wait for the caller).
+// own and resumes the thread at once. Once every thread of the window was
+// sampled (or given up) the samples are handed to the caller (each),
+// while the tracer thread goes on with the next window: the two overlap,
+// and whatever each costs (an unwind, or the first load of a library's
+// symbols, which on a loaded machine took 300 ms), no thread waits for
+// it. A thread is stopped for its own sample only. Every window slot owns
+// its stack buffer, allocated before any stop (per Process, two sets:
+// one window's samples wait for the caller while the next fills the
+// other).
 //
 // each runs on the caller's goroutine, not on the tracer thread: a window
-// is one trip to the tracer thread, and between two the tracer thread is
-// back in its loop. A signal sent to a thread while each unwinds (say, a
-// profiling timer's, or a storm of them) is resumed with its signal as
-// its SIGCHLD arrives, not once each is done with the whole batch.
+// is one trip to the tracer thread, and after it the tracer thread is
+// back in its loop (or in the next window). A signal sent to a thread
+// while each unwinds (say, a profiling timer's, or a storm of them) is
+// resumed with its signal as its SIGCHLD arrives (or at the next window's
+// drains), not once each is done with the whole batch.
 //
 // A deadline or a cancel channel ends a batch early: a thread that has not
 // stopped by then is not sampled (ErrNotTaken) and left running. Its
@@ -190,10 +193,12 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 // time).
 //
 // Each window of threads is one trip to the tracer thread; each runs on
-// the calling goroutine, between two windows, while no thread of the
-// batch is stopped. The tracer thread is free meanwhile: whatever each
-// costs (an unwind, a library's symbols loading), a signal-delivery-stop
-// of another thread is resumed with its signal at once, not after it.
+// the calling goroutine while the tracer thread samples the next window
+// (or, after the last, is back in its loop): whatever each costs (an
+// unwind, a library's symbols loading), no thread waits for it, and a
+// signal-delivery-stop of another thread is resumed with its signal, not
+// after it. A call of the Tracer from each waits for the window under
+// way to end.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
@@ -214,23 +219,42 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 			})
 		}
 	}()
-	for !r.done {
-		var ready []readySample
-		if err := p.tr.do(func() {
-			p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain)
-		}); err != nil {
+	// The next window runs on the tracer thread while each walks the
+	// samples of the one before (each window swaps p.batch and p.spare).
+	var ready []readySample
+	window := func() { p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain) }
+	wait := p.tr.start(window)
+	defer func() {
+		if wait != nil {
+			wait() // each returned early or panicked: the tracer's window ends first
+		}
+	}()
+	for {
+		err := wait()
+		wait = nil
+		if err != nil {
 			return err
 		}
-		for _, x := range ready {
+		got := ready
+		if !r.done {
+			wait = p.tr.start(window)
+		}
+		for _, x := range got {
 			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
+				if wait != nil {
+					wait()
+					wait = nil
+				}
 				if !r.done && o.OthersStill != nil {
 					r.done = true // its drain was not waived: OthersStill is asked all the same
 				}
 				return nil
 			}
 		}
+		if wait == nil {
+			return nil
+		}
 	}
-	return nil
 }
 
 // batchWindow bounds the threads a batch holds interrupted at once, and so
@@ -316,6 +340,7 @@ type readySample struct {
 // in flight.
 func (p *Process) runWindow(r *batchRun) []readySample {
 	t := p.tr
+	p.batch, p.spare = p.spare, p.batch // the caller may still read the last window's
 	b := &p.batch
 	tids, o := r.tids, r.o
 	n := max(o.StackWindow, 0)

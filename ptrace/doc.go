@@ -88,10 +88,10 @@
 // any tracee walks all of them; the first poll right after its interrupt,
 // since a sleeping thread woken on the tracer's CPU stops at once),
 // samples each as it stops into a buffer of its own and resumes it at
-// once; only when the window is done are the
-// samples handed to the caller (to unwind, on the caller's goroutine, while
-// the tracer thread serves other tracees' signals), so a thread is stopped
-// for its own sample only, however slow the caller. A deadline (or a cancel
+// once; when the window is done its samples are handed to the caller (to
+// unwind, on the caller's goroutine, while the tracer thread samples the
+// next window), so a thread is stopped for its own sample only, however
+// slow the caller. A deadline (or a cancel
 // channel) ends a batch early: threads not stopped by then get
 // ErrNotTaken and run on; their interrupt stop, when it comes, is resumed
 // by a drain. The tracer thread asks for nice -10 where the kernel allows

@@ -71,11 +71,12 @@ type Process struct {
 	// without any, Detach has no stray thread to look for.
 	clones int
 
-	// batchMu is held by SampleBatch for its whole run: its windows'
-	// samples (batch) wait in their slots for the caller between two
-	// trips to the tracer thread.
+	// batchMu is held by SampleBatch for its whole run: a window's
+	// samples wait in their slots (spare) for the caller while the next
+	// window fills batch.
 	batchMu sync.Mutex
 	batch   batchSlots
+	spare   batchSlots // the last window's, which the caller reads meanwhile
 }
 
 // Sample is one thread's registers and the stack bytes above its stack
