@@ -201,8 +201,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 
 // dumpBatch samples tids in one batch and adds their stacks to res. Only
 // the walk runs inside the batch; naming the frames waits until every
-// thread was sampled, so loading symbols and debug info overlaps with
-// sampling instead of holding it up.
+// thread was sampled, and the line tables the frames need start loading
+// at the walk (PrefetchLines), so they load while the sampling goes on
+// instead of holding it up or following it.
 func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Result) error {
 	type walked struct {
 		ts ThreadStack
@@ -223,6 +224,7 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 			ts.Stopped, ts.Total = s.Pause, s.Total
 			st := r.Walk(s) // aliases the resolver's buffer: copied
 			st.Frames = slices.Clone(st.Frames)
+			r.PrefetchLines(st.Frames)
 			out = append(out, walked{ts: ts, st: st})
 			return
 		}
