@@ -265,6 +265,11 @@ const (
 	batchBytes  = 4 << 20
 )
 
+// startPollEvery: while a window's threads are interrupted, every this
+// many interrupts all threads in flight are polled (the others poll only
+// the thread just interrupted).
+const startPollEvery = 4
+
 // batchDrainGap is how often, at most, a long batch drains the events of
 // threads outside it (signals to deliver, group-stops, new threads). A
 // drain's peek walks every tracee in the kernel, so the gap grows with
@@ -379,6 +384,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	// Never past the deadline or after Cancel: an interrupt then stops a
 	// thread for a sample that is not taken, and its pause goes
 	// uncounted; the expiry below reports the rest not taken.
+	started := 0
 	for r.next < len(tids) && len(b.flights)+len(b.ready) < window && !p.expired(o, time.Now()) {
 		i := r.next
 		r.next++
@@ -389,8 +395,13 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 		// A sleeping thread woken by the interrupt on this CPU runs
 		// first and is often stopped by now: take it at once, not once
 		// the rest of the window was interrupted (which held it stopped
-		// for that long, a few hundred µs).
-		p.pollFlight(len(b.flights)-1, n)
+		// for that long, a few hundred µs). Threads woken on another CPU
+		// stop there meanwhile: every few interrupts, all are polled.
+		if started++; started%startPollEvery == 0 {
+			p.pollFlights(n)
+		} else {
+			p.pollFlight(len(b.flights)-1, n)
+		}
 	}
 	lastDrain := time.Now()
 	gap := t.batchDrainGap()

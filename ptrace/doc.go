@@ -86,7 +86,8 @@
 // stop latency of many threads: it interrupts a window of up to 32
 // threads, polls each with a wait4 of its own TID (O(1), where a wait for
 // any tracee walks all of them; the first poll right after its interrupt,
-// since a sleeping thread woken on the tracer's CPU stops at once),
+// since a sleeping thread woken on the tracer's CPU stops at once, and
+// all of them every few interrupts, for those woken on another CPU),
 // samples each as it stops into a buffer of its own and resumes it at
 // once; when the window is done its samples are handed to the caller (to
 // unwind, on the caller's goroutine, while the tracer thread samples the
