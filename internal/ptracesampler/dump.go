@@ -72,7 +72,8 @@ func (d *Dump) Freeze() error { return d.proc.Freeze() }
 // Thaw resumes what Freeze stopped.
 func (d *Dump) Thaw() error { return d.proc.Thaw() }
 
-// Close detaches from every thread. It is safe to call more than once.
+// Close detaches from every thread; while frozen, right at the frozen
+// stops (no thaw needed first). It is safe to call more than once.
 func (d *Dump) Close() error {
 	if d.tasks != nil {
 		d.tasks.Close()

@@ -181,7 +181,10 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 	}
 	if opt.Freeze && !res.ProcessExited {
-		d.Thaw()
+		// Detached right at their frozen stops: a thaw first would let
+		// every thread run only to stop it again for the detach. (The
+		// deferred Close returns this one's error.)
+		d.Close()
 		res.Pauses.Frozen = time.Since(frozenAt)
 	}
 	slices.SortFunc(res.Threads, func(a, b ThreadStack) int { return a.TID - b.TID })

@@ -291,6 +291,50 @@ func TestDumpReleasesEveryThread(t *testing.T) {
 	}
 }
 
+// TestFreezeDetachesAtTheStops: a frozen dump detaches every thread at
+// its frozen stop (no thaw first): a running target runs on, untraced, and
+// a stopped one stays stopped.
+func TestFreezeDetachesAtTheStops(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "chains-sframe3")
+	tr := newTracer(t)
+	res, err := Run(tr, tg.PID(), Options{Freeze: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pauses.Frozen <= 0 || len(res.Threads) < 2 {
+		t.Errorf("frozen %v, %d threads", res.Pauses.Frozen, len(res.Threads))
+	}
+	checkRunning(t, tg)
+	tg.Stop()
+	defer tg.Cont()
+	if _, err := Run(tr, tg.PID(), Options{Freeze: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A thread detached from a group-stop runs for a moment before it
+	// stops again: wait for it.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		states, err := targets.ThreadStates(tg.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, st := range states {
+			if st != 'T' {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a frozen dump of a stopped process, threads not stopped: %v", states)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestSIGKILLMidDump kills stacktop while it dumps a 1,000-thread target:
 // the kernel detaches the tracees and the target keeps running.
 func TestSIGKILLMidDump(t *testing.T) {
