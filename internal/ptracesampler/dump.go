@@ -2,7 +2,6 @@ package ptracesampler
 
 import (
 	"errors"
-	"sync/atomic"
 
 	"stacktop/internal/backend"
 	"stacktop/procmaps"
@@ -82,20 +81,19 @@ func (d *Dump) Close() error {
 	return d.proc.Detach()
 }
 
-// Sample samples the threads tids in batches (ptrace.Process.SampleBatch,
+// Sample samples the threads tids in one batch (ptrace.Process.SampleBatch,
 // one trip to the tracer thread per window of threads), each thread
 // stopped only while its registers and stack window are copied and
 // detached right there (BatchOptions.Release; while frozen, only read):
 // once sampled, a thread is no longer traced, and no second stop detaches
 // it at Close. each is called after the thread was let go, with its
 // sample, which is valid only during the call (the consumer walks it
-// there).
-//
-// Names and states come from /proc before each thread's sample, so they
-// describe the threads as they were, not in their ptrace stop; a
-// goroutine reads them ahead of the sampling, which starts with the
-// threads already read and takes the rest in the batches that follow (a
-// thousand threads' stat files cost about as much as their samples).
+// there). Names and states are read from /proc before the batch (stat
+// only, through the open task directory), so they describe the threads as
+// they were, not in their ptrace stop. (Read on another goroutine during
+// the batch, they made the tracer thread wait for a CPU while it held
+// threads stopped: the longest stop grew fourfold on a loaded 2-CPU
+// machine.)
 //
 // A thread that could not be sampled gets err (ErrThreadExited,
 // ErrThreadBlocked, ...); once the process is gone the batch ends and
@@ -103,30 +101,25 @@ func (d *Dump) Close() error {
 // sampled until then. each must not call back into d.
 func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, err error)) error {
 	infos := make([]ThreadInfo, len(tids))
-	ahead := d.readInfos(tids, infos)
-	defer ahead.stop()
-	exited := false
-	var err error
-	for lo := 0; lo < len(tids) && !exited && err == nil; {
-		hi := ahead.wait(min(lo+infoBatch, len(tids)))
-		o := ptrace.BatchOptions{StackWindow: d.window, Release: true}
-		err = d.proc.SampleBatch(tids[lo:hi], o, func(i int, s *ptrace.Sample, err error) bool {
-			i += lo
-			if errors.Is(err, ptrace.ErrProcessExited) {
-				exited = true
-				return true
-			}
-			if err != nil {
-				each(infos[i], nil, err)
-				return true
-			}
-			d.sample = backend.Sample{TID: tids[i], Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack,
-				Pause: s.Stopped, Total: s.Total}
-			each(infos[i], &d.sample, nil)
-			return true
-		})
-		lo = hi
+	for i, tid := range tids {
+		infos[i] = d.info(tid)
 	}
+	exited := false
+	o := ptrace.BatchOptions{StackWindow: d.window, Release: true}
+	err := d.proc.SampleBatch(tids, o, func(i int, s *ptrace.Sample, err error) bool {
+		if errors.Is(err, ptrace.ErrProcessExited) {
+			exited = true
+			return true
+		}
+		if err != nil {
+			each(infos[i], nil, err)
+			return true
+		}
+		d.sample = backend.Sample{TID: tids[i], Regs: s.Regs, StackAddr: s.StackAddr, Stack: s.Stack,
+			Pause: s.Stopped, Total: s.Total}
+		each(infos[i], &d.sample, nil)
+		return true
+	})
 	if errors.Is(err, ptrace.ErrProcessExited) {
 		exited = true
 		err = nil
@@ -135,55 +128,6 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 		err = backend.ErrExited
 	}
 	return err
-}
-
-// infoBatch is the fewest threads Sample hands to a batch once their
-// names are read (all that are left, if fewer): enough to fill the
-// batch's first window of stops.
-const infoBatch = 32
-
-// infoReader reads the names and states of a Sample's threads, in order,
-// on a goroutine of its own.
-type infoReader struct {
-	read atomic.Int64 // infos[:read] are filled
-	wake chan struct{}
-	quit atomic.Bool
-	done chan struct{}
-}
-
-func (d *Dump) readInfos(tids []int, infos []ThreadInfo) *infoReader {
-	r := &infoReader{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		for i, tid := range tids {
-			if r.quit.Load() {
-				return
-			}
-			infos[i] = d.info(tid)
-			r.read.Store(int64(i + 1))
-			select {
-			case r.wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
-	return r
-}
-
-// wait blocks until at least n infos are read, and returns how many are.
-func (r *infoReader) wait(n int) int {
-	for {
-		if k := int(r.read.Load()); k >= n {
-			return k
-		}
-		<-r.wake
-	}
-}
-
-// stop ends the reading and waits for the goroutine.
-func (r *infoReader) stop() {
-	r.quit.Store(true)
-	<-r.done
 }
 
 // info reads thread tid's name and state.
