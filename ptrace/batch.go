@@ -115,19 +115,22 @@ func setNoCLDStop(on bool) bool {
 // wait4 of its own TID (O(1) in the kernel, where a wait for any tracee
 // walks every traced thread), and on a stop reads the registers and the
 // stack window (one GETREGSET, one process_vm_readv) into a buffer of its
-// own and resumes the thread at once. Only once every thread of the window
-// was sampled (or given up) are the samples handed to the caller (each),
-// and only then is the next window interrupted: whatever each costs (an
-// unwind, or the first load of a library's symbols, which on a loaded
-// machine took 300 ms), no thread is stopped meanwhile. A thread is stopped
-// for its own sample only. Every window slot owns its stack buffer,
-// allocated before any stop (per Process: the slots wait for the caller).
+// own and resumes the thread at once. Once every thread of the window was
+// sampled (or given up) the samples are handed to the caller (each),
+// while the tracer thread goes on with the next window: the two overlap,
+// and whatever each costs (an unwind, or the first load of a library's
+// symbols, which on a loaded machine took 300 ms), no thread waits for
+// it. A thread is stopped for its own sample only. Every window slot owns
+// its stack buffer, allocated before any stop (per Process, two sets:
+// one window's samples wait for the caller while the next fills the
+// other).
 //
 // each runs on the caller's goroutine, not on the tracer thread: a window
-// is one trip to the tracer thread, and between two the tracer thread is
-// back in its loop. A signal sent to a thread while each unwinds (say, a
-// profiling timer's, or a storm of them) is resumed with its signal as
-// its SIGCHLD arrives, not once each is done with the whole batch.
+// is one trip to the tracer thread, and after it the tracer thread is
+// back in its loop (or in the next window). A signal sent to a thread
+// while each unwinds (say, a profiling timer's, or a storm of them) is
+// resumed with its signal as its SIGCHLD arrives (or at the next window's
+// drains), not once each is done with the whole batch.
 //
 // A deadline or a cancel channel ends a batch early: a thread that has not
 // stopped by then is not sampled (ErrNotTaken) and left running. Its
@@ -159,6 +162,14 @@ type BatchOptions struct {
 	// Cancel, if not nil: once closed, threads not yet sampled are not
 	// sampled (ErrNotTaken).
 	Cancel <-chan struct{}
+	// Release lets each sampled thread go with PTRACE_DETACH at the stop
+	// of its sample instead of resuming it: a one-shot dump's threads are
+	// then stopped once, not again to be detached at the end, and the
+	// tracee list shrinks as the batch goes. A released thread is no
+	// longer this Process's (Threads leaves it out; sampling it again is
+	// ErrDetached), its pending signal is delivered and a group-stopped
+	// thread stays stopped, as with Detach. Ignored while frozen.
+	Release bool
 	// OthersStill, if not nil, runs on the tracer thread after the batch
 	// (after every call of each); if it reports true the batch skips its
 	// final drain (a walk over every tracee in the kernel). It must only report true when no
@@ -189,10 +200,12 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 // time).
 //
 // Each window of threads is one trip to the tracer thread; each runs on
-// the calling goroutine, between two windows, while no thread of the
-// batch is stopped. The tracer thread is free meanwhile: whatever each
-// costs (an unwind, a library's symbols loading), a signal-delivery-stop
-// of another thread is resumed with its signal at once, not after it.
+// the calling goroutine while the tracer thread samples the next window
+// (or, after the last, is back in its loop): whatever each costs (an
+// unwind, a library's symbols loading), no thread waits for it, and a
+// signal-delivery-stop of another thread is resumed with its signal, not
+// after it. A call of the Tracer from each waits for the window under
+// way to end.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
@@ -213,23 +226,42 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 			})
 		}
 	}()
-	for !r.done {
-		var ready []readySample
-		if err := p.tr.do(func() {
-			p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain)
-		}); err != nil {
+	// The next window runs on the tracer thread while each walks the
+	// samples of the one before (each window swaps p.batch and p.spare).
+	var ready []readySample
+	window := func() { p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain) }
+	wait := p.tr.start(window)
+	defer func() {
+		if wait != nil {
+			wait() // each returned early or panicked: the tracer's window ends first
+		}
+	}()
+	for {
+		err := wait()
+		wait = nil
+		if err != nil {
 			return err
 		}
-		for _, x := range ready {
+		got := ready
+		if !r.done {
+			wait = p.tr.start(window)
+		}
+		for _, x := range got {
 			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
+				if wait != nil {
+					wait()
+					wait = nil
+				}
 				if !r.done && o.OthersStill != nil {
 					r.done = true // its drain was not waived: OthersStill is asked all the same
 				}
 				return nil
 			}
 		}
+		if wait == nil {
+			return nil
+		}
 	}
-	return nil
 }
 
 // batchWindow bounds the threads a batch holds interrupted at once, and so
@@ -239,6 +271,11 @@ const (
 	batchWindow = 32
 	batchBytes  = 4 << 20
 )
+
+// startPollEvery: while a window's threads are interrupted, every this
+// many interrupts all threads in flight are polled (the others poll only
+// the thread just interrupted).
+const startPollEvery = 4
 
 // batchDrainGap is how often, at most, a long batch drains the events of
 // threads outside it (signals to deliver, group-stops, new threads). A
@@ -268,8 +305,12 @@ const stateCheckGap = 5 * time.Millisecond
 // batchState is the tracer's batch bookkeeping.
 type batchState struct {
 	running bool // a batch is under way (drains then do not chase signals)
+	release bool // its sampled threads are detached, not resumed (Release)
 	// interrupts counts the PTRACE_INTERRUPTs batches issued (tests).
 	interrupts int64
+	// releasedSignals counts the threads Release detached with a signal
+	// to deliver (tests).
+	releasedSignals int64
 }
 
 // batchSlots is one Process's batch storage, reused across batches.
@@ -313,6 +354,7 @@ type readySample struct {
 // in flight.
 func (p *Process) runWindow(r *batchRun) []readySample {
 	t := p.tr
+	p.batch, p.spare = p.spare, p.batch // the caller may still read the last window's
 	b := &p.batch
 	tids, o := r.tids, r.o
 	n := max(o.StackWindow, 0)
@@ -333,9 +375,9 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	}
 	b.flights, b.ready = b.flights[:0], b.ready[:0]
 	b.windowAt = o.WindowAt
-	t.batch.running = true
+	t.batch.running, t.batch.release = true, o.Release
 	defer func() {
-		t.batch.running = false
+		t.batch.running, t.batch.release = false, false
 		// Whatever ended the window, no thread stays held for it: a stop
 		// still to come is resumed by a drain.
 		for _, f := range b.flights {
@@ -352,11 +394,23 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	// Never past the deadline or after Cancel: an interrupt then stops a
 	// thread for a sample that is not taken, and its pause goes
 	// uncounted; the expiry below reports the rest not taken.
+	started := 0
 	for r.next < len(tids) && len(b.flights)+len(b.ready) < window && !p.expired(o, time.Now()) {
 		i := r.next
 		r.next++
 		if x, ok := p.startSample(i, tids[i], n); ok {
 			b.ready = append(b.ready, x)
+			continue
+		}
+		// A sleeping thread woken by the interrupt on this CPU runs
+		// first and is often stopped by now: take it at once, not once
+		// the rest of the window was interrupted (which held it stopped
+		// for that long, a few hundred µs). Threads woken on another CPU
+		// stop there meanwhile: every few interrupts, all are polled.
+		if started++; started%startPollEvery == 0 {
+			p.pollFlights(n)
+		} else {
+			p.pollFlight(len(b.flights)-1, n)
 		}
 	}
 	lastDrain := time.Now()
@@ -441,19 +495,14 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	}
 	th := p.threads[tid]
 	if th == nil || (tid == p.pid && p.leaderZombie) {
-		if p.seen[tid] {
-			return readySample{i: i, err: ErrThreadExited}, true
-		}
-		return readySample{i: i, err: ErrUnknownThread}, true
+		return readySample{i: i, err: p.notTraced(tid)}, true
 	}
 	now := time.Now()
 	if th.state == stateHeld {
 		// Stopped already (frozen, or a stop we hold): no interrupt.
 		s := b.take()
 		err := p.read(th, s, window, 0, b.windowAt)
-		if !p.frozen {
-			p.resume(th)
-		}
+		p.letGo(th)
 		d := time.Since(now)
 		s.Stopped, s.Total = d, d
 		if err != nil {
@@ -480,6 +529,18 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 	return readySample{}, false
 }
 
+// letGo ends the stop of a sampled thread: nothing while frozen, a
+// release in a Release batch, else a resume.
+func (p *Process) letGo(th *thread) {
+	switch {
+	case p.frozen:
+	case p.tr.batch.release:
+		p.release(th)
+	default:
+		p.resume(th)
+	}
+}
+
 func (b *batchSlots) take() *Sample {
 	s := b.free[len(b.free)-1]
 	b.free = b.free[:len(b.free)-1]
@@ -490,23 +551,33 @@ func (b *batchSlots) take() *Sample {
 // sampled and resumed, an exited one reported. It reports whether any
 // thread stopped or exited.
 func (p *Process) pollFlights(window int) (found bool) {
-	b := &p.batch
-	for j := 0; j < len(b.flights); {
-		f := &b.flights[j]
-		th := f.th
-		r, done := p.pollOne(f, window)
-		if !done {
-			j++
+	for j := 0; j < len(p.batch.flights); {
+		if p.pollFlight(j, window) {
+			found = true
 			continue
 		}
-		found = true
-		th.inFlight = false
-		b.ready = append(b.ready, r)
-		last := len(b.flights) - 1
-		b.flights[j] = b.flights[last]
-		b.flights = b.flights[:last]
+		j++
 	}
 	return found
+}
+
+// pollFlight looks once at the thread in flight j; if it stopped (it is
+// sampled and resumed) or exited, it reports true and the last flight
+// takes place j.
+func (p *Process) pollFlight(j, window int) bool {
+	b := &p.batch
+	f := &b.flights[j]
+	th := f.th
+	r, done := p.pollOne(f, window)
+	if !done {
+		return false
+	}
+	th.inFlight = false
+	b.ready = append(b.ready, r)
+	last := len(b.flights) - 1
+	b.flights[j] = b.flights[last]
+	b.flights = b.flights[:last]
+	return true
 }
 
 // pollOne checks one thread in flight without blocking.
@@ -536,9 +607,7 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 	}
 	s := p.batch.take()
 	err := p.read(th, s, window, 0, p.batch.windowAt)
-	if !p.frozen {
-		p.resume(th)
-	}
+	p.letGo(th)
 	now := time.Now()
 	// The stop came after the last poll that found none: from there to
 	// the resume is an upper bound of the time the thread stood still.

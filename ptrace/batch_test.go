@@ -388,3 +388,216 @@ func TestSignalDuringEach(t *testing.T) {
 		t.Fatalf("target counted %q, want usr1=1 rt=0", got)
 	}
 }
+
+// releaseAll samples every thread of p with Release until none is left
+// traced (threads created meanwhile are traced from birth and sampled in
+// the next round), and returns how many samples it took.
+func releaseAll(t *testing.T, p *Process) int {
+	t.Helper()
+	n := 0
+	for round := 0; ; round++ {
+		tids := p.Threads()
+		if len(tids) == 0 {
+			return n
+		}
+		if round == 100 {
+			t.Fatalf("threads %v still traced after 100 rounds of Release batches", tids)
+		}
+		err := p.SampleBatch(tids, BatchOptions{StackWindow: 1024, Release: true}, func(i int, s *Sample, err error) bool {
+			switch {
+			case err == nil:
+				n++
+			case !errors.Is(err, ErrThreadExited):
+				t.Errorf("thread %d: %v", tids[i], err)
+			}
+			return true
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A Release batch detaches each thread at the stop of its sample: right
+// after it, before Detach, no thread of the process is traced or stopped,
+// the spinners run on, the Process lists no thread and a released thread
+// cannot be sampled again (ErrDetached); Detach has nothing left to do.
+func TestBatchRelease(t *testing.T) {
+	const n = 300
+	tg := startTarget(t, "many", fmt.Sprint(n), "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	all := p.Threads()
+	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 4096, Release: true})
+	if len(tids) != n+1 {
+		t.Fatalf("%d threads traced, want %d", len(tids), n+1)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("thread %d: %v", tids[i], err)
+		}
+	}
+	checkUntraced(t, tg.pid)
+	if left := stoppedThreads(t, tg.pid); len(left) > 0 {
+		t.Errorf("threads %v in a ptrace stop after the batch", left)
+	}
+	if left := p.Threads(); len(left) != 0 {
+		t.Errorf("Threads() = %d threads after every thread was released", len(left))
+	}
+	if _, err := p.Sample(all[0], 1024, 0); !errors.Is(err, ErrDetached) {
+		t.Errorf("sampling a released thread: %v, want ErrDetached", err)
+	}
+	before := cpuTicks(t, tg.pid)
+	deadline := time.Now().Add(5 * time.Second)
+	for cpuTicks(t, tg.pid) == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the spinners did not run after their release")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sent := tr.batch.interrupts
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	if k := tr.batch.interrupts - sent; k != 0 {
+		t.Errorf("Detach after a Release batch interrupted %d threads", k)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// A process stopped before the attach stays stopped through a Release
+// batch: each thread is detached back into its group-stop (state T), and a
+// SIGCONT resumes it.
+func TestBatchReleaseStopped(t *testing.T) {
+	tg := startTarget(t, "spin", "3")
+	syscall.Kill(tg.pid, syscall.SIGSTOP)
+	waitState(t, tg.pid, "T")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	before := cpuTicks(t, tg.pid)
+	if got := releaseAll(t, p); got != 3 {
+		t.Errorf("%d samples, want 3", got)
+	}
+	checkUntraced(t, tg.pid)
+	time.Sleep(50 * time.Millisecond)
+	for _, tid := range mustThreads(t, tg.pid) {
+		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); st != 'T' {
+			t.Errorf("thread %d state %c after its release, want T", tid, st)
+		}
+	}
+	if after := cpuTicks(t, tg.pid); after != before {
+		t.Errorf("stopped process ran: %d -> %d ticks", before, after)
+	}
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Kill(tg.pid, syscall.SIGCONT)
+	waitState(t, tg.pid, "RS")
+}
+
+// Signals sent while Release batches run are all delivered: a storm of
+// them at any moment, and in each round one that leaves a thread in a
+// signal-delivery-stop nobody has seen yet (the tracer thread is kept
+// busy meanwhile), which the batch then finds at the thread's interrupt:
+// that thread is detached with its signal.
+func TestBatchReleaseSignals(t *testing.T) {
+	tg := startTarget(t, "signals")
+	tr := NewTracer()
+	defer tr.Close()
+	const nRT, minRounds = 2000, 20
+	rtsig := syscall.Signal(34 + 6) // glibc SIGRTMIN is 34
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := 0; i < nRT; i++ {
+			if err := syscall.Kill(tg.pid, rtsig); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	rounds := 0
+	for done := false; !done || rounds < minRounds; rounds++ {
+		select {
+		case <-sent:
+			done = true
+		default:
+		}
+		p := attach(t, tr, tg.pid)
+		var spinner int
+		for _, tid := range p.Threads() {
+			if tid != tg.pid {
+				spinner = tid
+			}
+		}
+		// With stop notifications off (a batch's) and no drain after, only
+		// the batch (or, rarely, the tracer's safety poll) sees the stop.
+		tr.do(func() { tr.stopBatch(func() { signalStop(t, tg.pid, spinner, rtsig) }, func() bool { return true }) })
+		releaseAll(t, p)
+		if err := p.Detach(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkUntraced(t, tg.pid)
+	waitNoSignalQueued(t, tg.pid)
+	time.Sleep(500 * time.Millisecond)
+	syscall.Kill(tg.pid, syscall.SIGTERM)
+	got := strings.TrimSpace(readAllLine(t, tg.out))
+	if want := fmt.Sprintf("usr1=0 rt=%d", nRT+rounds); got != want {
+		t.Fatalf("target counted %q, want %q", got, want)
+	}
+	if n := tr.batch.releasedSignals; n < int64(rounds/2) {
+		t.Errorf("%d threads released with their signal in %d rounds, want about one a round", n, rounds)
+	}
+	t.Logf("%d attach-release rounds; %d threads released with their signal", rounds, tr.batch.releasedSignals)
+}
+
+// signalStop sends sig to thread tid and waits until it is in its
+// signal-delivery-stop (a traced thread's signal stops it first).
+func signalStop(t *testing.T, pid, tid int, sig syscall.Signal) {
+	if err := syscall.Tgkill(pid, tid, sig); err != nil {
+		t.Error(err)
+		return
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if st, _ := procmaps.ReadThreadState(pid, tid); st == 't' {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Error("the signalled thread did not enter its signal-delivery-stop")
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// Threads created during Release batches are traced from birth (their
+// parent is, until its sample) and released in turn: none stays traced.
+func TestBatchReleaseChurn(t *testing.T) {
+	tg := startTarget(t, "churn")
+	tr := NewTracer()
+	defer tr.Close()
+	for i := 0; i < 20; i++ {
+		p := attach(t, tr, tg.pid)
+		releaseAll(t, p)
+		if err := p.Detach(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntraced(t, tg.pid)
+}
+
+func mustThreads(t testing.TB, pid int) []int {
+	t.Helper()
+	tids, err := procmaps.Threads(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tids
+}

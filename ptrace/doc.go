@@ -12,6 +12,7 @@
 //	defer p.Detach()             // idempotent; also tr.DetachAll on signals
 //	s, err := p.Sample(tid, 16<<10, stackEnd)   // or SampleInto to reuse buffers
 //	p.SampleBatch(tids, opts, each)             // many threads, stops overlapped
+//	p.SampleBatch(tids, BatchOptions{Release: true}, each) // once: detach each at its sample
 //	p.Freeze(); ...; p.Thaw()    // consistent snapshot of all threads
 //
 // Memory (NewMemory) reads target memory from any goroutine with
@@ -84,11 +85,14 @@
 // SampleBatch (SampleEach, and the ticks of record and top) overlaps the
 // stop latency of many threads: it interrupts a window of up to 32
 // threads, polls each with a wait4 of its own TID (O(1), where a wait for
-// any tracee walks all of them), samples each as it stops into a buffer
-// of its own and resumes it at once; only when the window is done are the
-// samples handed to the caller (to unwind, on the caller's goroutine, while
-// the tracer thread serves other tracees' signals), so a thread is stopped
-// for its own sample only, however slow the caller. A deadline (or a cancel
+// any tracee walks all of them; the first poll right after its interrupt,
+// since a sleeping thread woken on the tracer's CPU stops at once, and
+// all of them every few interrupts, for those woken on another CPU),
+// samples each as it stops into a buffer of its own and resumes it at
+// once; when the window is done its samples are handed to the caller (to
+// unwind, on the caller's goroutine, while the tracer thread samples the
+// next window), so a thread is stopped for its own sample only, however
+// slow the caller. A deadline (or a cancel
 // channel) ends a batch early: threads not stopped by then get
 // ErrNotTaken and run on; their interrupt stop, when it comes, is resumed
 // by a drain. The tracer thread asks for nice -10 where the kernel allows
@@ -115,6 +119,10 @@
 // Detach stops every thread first (INTERRUPT, then wait), then detaches
 // each with its pending signal, so no thread is left traced or stopped by
 // us and no signal is lost; it runs on every path, including after exit.
+// A one-shot reader (stacktop dump) need not stop each thread twice: with
+// BatchOptions.Release a batch detaches each thread at the stop of its
+// sample (with its pending signal; a group-stopped thread goes back to
+// its stop), and Detach is left with the threads not sampled.
 //
 // The one thread no wait can stop is one in an uninterruptible sleep
 // (state D): the interrupt reaches it only when the sleep ends. A wait that

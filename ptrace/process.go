@@ -52,8 +52,11 @@ type Process struct {
 	pid int
 
 	// Owned by the tracer goroutine.
-	threads      map[int]*thread
-	seen         map[int]bool // every TID ever traced, to tell "exited" from "unknown"
+	threads map[int]*thread
+	seen    map[int]bool // every TID ever traced, to tell "exited" from "unknown"
+	// released holds the threads a Release batch detached at their
+	// sample: alive, as far as we know, but no longer ours.
+	released     map[int]bool
 	wasStopped   bool
 	leaderZombie bool // main thread exited (pthread_exit) while others run
 	frozen       bool
@@ -68,11 +71,12 @@ type Process struct {
 	// without any, Detach has no stray thread to look for.
 	clones int
 
-	// batchMu is held by SampleBatch for its whole run: its windows'
-	// samples (batch) wait in their slots for the caller between two
-	// trips to the tracer thread.
+	// batchMu is held by SampleBatch for its whole run: a window's
+	// samples wait in their slots (spare) for the caller while the next
+	// window fills batch.
 	batchMu sync.Mutex
 	batch   batchSlots
+	spare   batchSlots // the last window's, which the caller reads meanwhile
 }
 
 // Sample is one thread's registers and the stack bytes above its stack
@@ -117,7 +121,7 @@ func (t *Tracer) Attach(pid int) (*Process, error) {
 
 func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
-		wasStopped: st.State == 'T'}
+		released: make(map[int]bool), wasStopped: st.State == 'T'}
 	if st.State == 'Z' || st.State == 'X' {
 		// A zombie leader with live threads is a process whose main thread
 		// called pthread_exit: sample the rest.
@@ -261,7 +265,7 @@ func (p *Process) JobStopped(tid int) bool {
 }
 
 // Threads returns the TIDs currently traced, sorted; nil once the process
-// exited or was detached. The slice is shared: callers must not modify it.
+// exited or was detached (or every thread was released: BatchOptions.Release). The slice is shared: callers must not modify it.
 //
 // The periodic engine asks at every tick, and the thread set rarely
 // changes between ticks, so the list is kept until a thread comes or goes
@@ -337,10 +341,7 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 	}
 	th := p.threads[tid]
 	if th == nil || (tid == p.pid && p.leaderZombie) {
-		if p.seen[tid] {
-			return ErrThreadExited
-		}
-		return ErrUnknownThread
+		return p.notTraced(tid)
 	}
 	if n := max(window, 0); cap(s.Stack) < n {
 		// Allocate before the stop, not while the thread waits for us.
@@ -627,6 +628,41 @@ func (p *Process) resume(th *thread) {
 	}
 }
 
+// release detaches the held thread th at this stop, with its pending
+// signal (delivered) and, after a group-stop, back into that stop, as
+// Detach would; p forgets it. A thread killed meanwhile stays ours until
+// its exit is reported; one the kernel refuses to detach is resumed and
+// left for Detach.
+func (p *Process) release(th *thread) {
+	if th.state != stateHeld {
+		return
+	}
+	switch err := ptraceReq(unix.PTRACE_DETACH, th.tid, 0, uintptr(th.sig)); err {
+	case nil:
+		if th.sig != 0 {
+			p.tr.batch.releasedSignals++
+		}
+		th.sig = 0
+		p.released[th.tid] = true
+		p.forget(th)
+	case unix.ESRCH:
+		th.state = stateRunning // killed: its exit will be reported
+	default:
+		p.resume(th)
+	}
+}
+
+// notTraced is the error for a sample of tid, which p does not trace.
+func (p *Process) notTraced(tid int) error {
+	switch {
+	case p.released[tid]:
+		return fmt.Errorf("thread %d released: %w", tid, ErrDetached)
+	case p.seen[tid]:
+		return ErrThreadExited
+	}
+	return ErrUnknownThread
+}
+
 // tracedByUs reports whether tid is a live thread of p traced by this
 // tracer thread.
 func (p *Process) tracedByUs(tid int) bool {
@@ -637,6 +673,7 @@ func (p *Process) tracedByUs(tid int) bool {
 func (p *Process) addThread(tid int, st threadState) *thread {
 	th := &thread{tid: tid, proc: p, state: st}
 	p.threads[tid] = th
+	delete(p.released, tid) // a reused TID
 	p.tidList.Store(nil)
 	if st == stateNewborn {
 		p.clones++
@@ -657,7 +694,7 @@ func (p *Process) forget(th *thread) {
 // gone drops an exited thread and says whether the process went with it.
 func (p *Process) gone(th *thread) error {
 	p.forget(th)
-	if p.exited || len(p.threads) == 0 || p.dying() {
+	if p.exited || (len(p.threads) == 0 && len(p.released) == 0) || p.dying() {
 		p.exited = true
 		return ErrProcessExited
 	}

@@ -210,19 +210,25 @@ func (t *Tracer) run(fn func()) (p any) {
 
 // do runs fn on the tracer thread and waits for it. A panic in fn is
 // re-raised in the caller, so the tracer thread survives to detach.
-func (t *Tracer) do(fn func()) error {
+func (t *Tracer) do(fn func()) error { return t.start(fn)() }
+
+// start hands fn to the tracer thread and returns without waiting for it
+// to run; wait, called once, waits for it (and re-raises its panic).
+func (t *Tracer) start(fn func()) (wait func() error) {
 	reply := replyPool.Get().(chan any)
 	select {
 	case t.reqs <- request{fn, reply}:
 	case <-t.quit:
-		return ErrTracerClosed
+		return func() error { return ErrTracerClosed }
 	}
-	p := <-reply
-	replyPool.Put(reply)
-	if p != nil {
-		panic(p)
+	return func() error {
+		p := <-reply
+		replyPool.Put(reply)
+		if p != nil {
+			panic(p)
+		}
+		return nil
 	}
-	return nil
 }
 
 // Close detaches every process and stops the tracer thread. It is

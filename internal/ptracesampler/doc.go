@@ -6,8 +6,9 @@
 // Lifecycle: Open attaches to a process (every thread, PTRACE_SEIZE: no
 // signal, no stop); Next waits for the next tick and samples it; Close
 // detaches, on every path. OpenDump is the one-shot form for `stacktop
-// dump`: thread list, Freeze/Thaw, one batch of samples with each thread's
-// name and state as /proc showed it before the stop. Both run their
+// dump`: thread list, Freeze/Thaw, batches of samples that detach each
+// thread at its sample's stop, with each thread's name and state as /proc
+// showed it before the stop. Both run their
 // ptrace requests on a ptrace.Tracer, which serialises those of all
 // processes on its locked OS thread.
 //

@@ -187,7 +187,10 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 	}
 	if opt.Freeze && !res.ProcessExited {
-		d.Thaw()
+		// Detached right at their frozen stops: a thaw first would let
+		// every thread run only to stop it again for the detach. (The
+		// deferred Close returns this one's error.)
+		d.Close()
 		res.Pauses.Frozen = time.Since(frozenAt)
 	}
 	slices.SortFunc(res.Threads, func(a, b ThreadStack) int { return a.TID - b.TID })
@@ -207,8 +210,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 
 // dumpBatch samples tids in one batch and adds their stacks to res. Only
 // the walk runs inside the batch; naming the frames waits until every
-// thread was sampled, so loading symbols and debug info overlaps with
-// sampling instead of holding it up.
+// thread was sampled, and the line tables the frames need start loading
+// at the walk (PrefetchLines), so they load while the sampling goes on
+// instead of holding it up or following it.
 func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Result) error {
 	type walked struct {
 		ts ThreadStack
@@ -230,6 +234,7 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 			st := r.Walk(s) // aliases the resolver's buffer: copied
 			ts.StackMissed = s.StackUse.Missed
 			st.Frames = slices.Clone(st.Frames)
+			r.PrefetchLines(st.Frames)
 			out = append(out, walked{ts: ts, st: st})
 			return
 		}

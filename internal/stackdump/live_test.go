@@ -269,6 +269,72 @@ func checkRunning(t *testing.T, tg *targets.Target) {
 	}
 }
 
+// TestDumpReleasesEveryThread: a dump lets each thread go (detaches it)
+// at the stop of its sample, so right after Run every thread of a
+// 300-thread process was dumped and is untraced and running: none waits
+// for a detach at the end.
+func TestDumpReleasesEveryThread(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "manythreads-sframe3", "300", "2")
+	res, err := Run(newTracer(t), tg.PID(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunning(t, tg)
+	if len(res.Threads) != 301 {
+		t.Errorf("%d threads dumped, want 301", len(res.Threads))
+	}
+	for _, ts := range res.Threads {
+		if ts.Err != nil || ts.Stopped <= 0 || len(ts.Frames) == 0 {
+			t.Errorf("thread %d (%s): stopped %v, %d frames, %v", ts.TID, ts.Name, ts.Stopped, len(ts.Frames), ts.Err)
+		}
+	}
+}
+
+// TestFreezeDetachesAtTheStops: a frozen dump detaches every thread at
+// its frozen stop (no thaw first): a running target runs on, untraced, and
+// a stopped one stays stopped.
+func TestFreezeDetachesAtTheStops(t *testing.T) {
+	needPtrace(t)
+	tg := targets.Start(t, "chains-sframe3")
+	tr := newTracer(t)
+	res, err := Run(tr, tg.PID(), Options{Freeze: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Pauses.Frozen <= 0 || len(res.Threads) < 2 {
+		t.Errorf("frozen %v, %d threads", res.Pauses.Frozen, len(res.Threads))
+	}
+	checkRunning(t, tg)
+	tg.Stop()
+	defer tg.Cont()
+	if _, err := Run(tr, tg.PID(), Options{Freeze: true}); err != nil {
+		t.Fatal(err)
+	}
+	// A thread detached from a group-stop runs for a moment before it
+	// stops again: wait for it.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		states, err := targets.ThreadStates(tg.PID())
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, st := range states {
+			if st != 'T' {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a frozen dump of a stopped process, threads not stopped: %v", states)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestSIGKILLMidDump kills stacktop while it dumps a 1,000-thread target:
 // the kernel detaches the tracees and the target keeps running.
 func TestSIGKILLMidDump(t *testing.T) {
