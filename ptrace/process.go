@@ -368,9 +368,9 @@ func (p *Process) sample(s *Sample, tid int, window int, end uint64) error {
 }
 
 // read fills s from the held thread th: one GETREGSET (two on s390x, for
-// the FPRs), one process_vm_readv of window bytes above SP, or of what
-// windowAt (if not nil) says for this thread at this SP.
-func (p *Process) read(th *thread, s *Sample, window int, end uint64, windowAt func(tid int, sp uint64) int) error {
+// the FPRs), one process_vm_readv of window bytes above SP, or, in a
+// batch b with a WindowAt, of what it says for this thread at this SP.
+func (p *Process) read(th *thread, s *Sample, window int, end uint64, b *batchSlots) error {
 	t := p.tr
 	t.rawIov.Base = (*byte)(unsafe.Pointer(&t.raw))
 	t.rawIov.SetLen(prstatusSize)
@@ -399,15 +399,24 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64, windowAt f
 	s.TID = th.tid
 	sp := s.Regs.SP()
 	s.StackAddr, s.StackErr = sp, nil
-	if windowAt != nil {
-		window = windowAt(th.tid, sp)
+	if b != nil && b.windowAt != nil {
+		window = min(b.windowAt(th.tid, sp), b.maxWindow)
 	}
 	n := max(window, 0)
 	if end > sp && end-sp < uint64(n) {
 		n = int(end - sp)
 	}
 	if cap(s.Stack) < n {
-		s.Stack = make([]byte, n)
+		switch {
+		case b == nil:
+			s.Stack = make([]byte, n) // a lone sample's buffer is its caller's
+		case len(b.arena)-b.arenaUsed >= n:
+			// Cut from the window's arena, allocated before the stop.
+			s.Stack = b.arena[b.arenaUsed : b.arenaUsed+n : b.arenaUsed+n]
+			b.arenaUsed += n
+		default:
+			n = cap(s.Stack) // the arena is full: the slot's size
+		}
 	}
 	s.Stack = s.Stack[:n]
 	if n == 0 {

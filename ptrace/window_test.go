@@ -2,11 +2,15 @@
 
 package ptrace
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 // TestBatchWindowAt: BatchOptions.WindowAt sizes each thread's copy from
 // its stack pointer while it is stopped, smaller or larger than
-// StackWindow (a larger one grows the slot).
+// StackWindow (a larger one takes the batch's big buffer), bounded by
+// MaxWindow.
 func TestBatchWindowAt(t *testing.T) {
 	tg := startTarget(t, "signals")
 	tr := NewTracer()
@@ -19,7 +23,7 @@ func TestBatchWindowAt(t *testing.T) {
 		return 1024
 	}
 	asked := map[int]uint64{}
-	o := BatchOptions{StackWindow: 256, WindowAt: func(tid int, sp uint64) int {
+	o := BatchOptions{StackWindow: 256, MaxWindow: 1024, WindowAt: func(tid int, sp uint64) int {
 		asked[tid] = sp
 		return want(tid)
 	}}
@@ -37,6 +41,33 @@ func TestBatchWindowAt(t *testing.T) {
 		}
 		if len(s.Stack) != want(tid) || s.StackErr != nil {
 			t.Errorf("thread %d: %d bytes copied (%v), want %d", tid, len(s.Stack), s.StackErr, want(tid))
+		}
+	}
+	// Both threads want more than their slot, more than MaxWindow: the
+	// first to stop gets its copy from the arena (MaxWindow bytes), the
+	// other its slot's, the arena being full; in every batch (the arena is
+	// free again for each window).
+	o.WindowAt = func(int, uint64) int { return 4096 }
+	for round := 0; round < 3; round++ {
+		_, samples, errs := batchAll(t, p, o)
+		var sizes []int
+		for i, s := range samples {
+			if errs[i] != nil {
+				t.Fatal(errs[i])
+			}
+			sizes = append(sizes, len(s.Stack))
+		}
+		slices.Sort(sizes)
+		if !slices.Equal(sizes, []int{256, 1024}) {
+			t.Errorf("round %d: copies of %v bytes, want one of MaxWindow (1024) and one of the slot (256)", round, sizes)
+		}
+	}
+	// Two that fit the arena together both get what they asked.
+	o.WindowAt = func(int, uint64) int { return 512 }
+	_, samples, _ = batchAll(t, p, o)
+	for _, s := range samples {
+		if len(s.Stack) != 512 {
+			t.Errorf("thread %d: %d bytes copied, want 512 (two copies of 512 fit the arena)", s.TID, len(s.Stack))
 		}
 	}
 	if err := p.Detach(); err != nil {

@@ -315,6 +315,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 	o := ptrace.BatchOptions{
 		StackWindow: s.opts.StackWindow,
 		WindowAt:    s.windowAt,
+		MaxWindow:   s.copyLimit,
 		Deadline:    s.tickDeadline(ctx, time.Now()),
 		Cancel:      ctx.Done(),
 		OthersStill: func() bool { return s.afterBatch(tick, todo, results) },
