@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"stacktop/procmaps"
+	"stacktop/regs"
 )
 
 // Quiet stops.
@@ -150,10 +151,11 @@ type BatchOptions struct {
 	// are copied while it is stopped.
 	StackWindow int
 	// WindowAt, if not nil, sizes each thread's copy instead: called on
-	// the tracer thread while the thread is stopped, with its stack
-	// pointer, it returns the bytes to copy above it, at most MaxWindow.
-	// It must be quick and must not block or allocate (the thread waits).
-	WindowAt func(tid int, sp uint64) int
+	// the tracer thread while the thread is stopped, with its registers
+	// (SP, and the thread pointer that tells a thread stack), it returns
+	// the bytes to copy above SP, at most MaxWindow. It must be quick and
+	// must not block or allocate (the thread waits).
+	WindowAt func(tid int, r *regs.Set) int
 	// MaxWindow bounds WindowAt's answers (0: StackWindow). Slots hold
 	// StackWindow bytes, and each set of slots keeps an arena of MaxWindow
 	// bytes, all allocated before any stop: a thread that needs more than
@@ -329,7 +331,7 @@ type batchSlots struct {
 	// windowAt and maxWindow are the running batch's
 	// BatchOptions.WindowAt and its bound; arena[:arenaUsed] holds the
 	// copies of this window's threads that needed more than their slot.
-	windowAt  func(tid int, sp uint64) int
+	windowAt  func(tid int, r *regs.Set) int
 	maxWindow int
 	arena     []byte
 	arenaUsed int

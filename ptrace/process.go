@@ -400,7 +400,7 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64, b *batchSl
 	sp := s.Regs.SP()
 	s.StackAddr, s.StackErr = sp, nil
 	if b != nil && b.windowAt != nil {
-		window = min(b.windowAt(th.tid, sp), b.maxWindow)
+		window = min(b.windowAt(th.tid, &s.Regs), b.maxWindow)
 	}
 	n := max(window, 0)
 	if end > sp && end-sp < uint64(n) {

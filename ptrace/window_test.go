@@ -5,6 +5,8 @@ package ptrace
 import (
 	"slices"
 	"testing"
+
+	"stacktop/regs"
 )
 
 // TestBatchWindowAt: BatchOptions.WindowAt sizes each thread's copy from
@@ -23,8 +25,8 @@ func TestBatchWindowAt(t *testing.T) {
 		return 1024
 	}
 	asked := map[int]uint64{}
-	o := BatchOptions{StackWindow: 256, MaxWindow: 1024, WindowAt: func(tid int, sp uint64) int {
-		asked[tid] = sp
+	o := BatchOptions{StackWindow: 256, MaxWindow: 1024, WindowAt: func(tid int, r *regs.Set) int {
+		asked[tid] = r.SP()
 		return want(tid)
 	}}
 	tids, samples, errs := batchAll(t, p, o)
@@ -47,7 +49,7 @@ func TestBatchWindowAt(t *testing.T) {
 	// first to stop gets its copy from the arena (MaxWindow bytes), the
 	// other its slot's, the arena being full; in every batch (the arena is
 	// free again for each window).
-	o.WindowAt = func(int, uint64) int { return 4096 }
+	o.WindowAt = func(int, *regs.Set) int { return 4096 }
 	for round := 0; round < 3; round++ {
 		_, samples, errs := batchAll(t, p, o)
 		var sizes []int
@@ -63,7 +65,7 @@ func TestBatchWindowAt(t *testing.T) {
 		}
 	}
 	// Two that fit the arena together both get what they asked.
-	o.WindowAt = func(int, uint64) int { return 512 }
+	o.WindowAt = func(int, *regs.Set) int { return 512 }
 	_, samples, _ = batchAll(t, p, o)
 	for _, s := range samples {
 		if len(s.Stack) != 512 {

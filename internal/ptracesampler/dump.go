@@ -6,6 +6,7 @@ import (
 	"stacktop/internal/backend"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
+	"stacktop/regs"
 )
 
 // Errors a dumped thread can meet, besides backend.ErrExited for the
@@ -134,9 +135,10 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 	return err
 }
 
-// windowAt is the copy of thread tid stopped at sp: its used stack.
-func (d *Dump) windowAt(tid int, sp uint64) int {
-	return d.stacks.usedStack(sp, d.window, copyLimit(d.window))
+// windowAt is the copy of thread tid stopped with registers r: its used
+// stack.
+func (d *Dump) windowAt(tid int, r *regs.Set) int {
+	return d.stacks.usedStack(r.SP(), r.TLS, d.window, copyLimit(d.window))
 }
 
 // info reads thread tid's name and state.

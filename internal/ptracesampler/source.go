@@ -8,6 +8,7 @@ import (
 
 	"stacktop/internal/backend"
 	"stacktop/ptrace"
+	"stacktop/regs"
 )
 
 // DefaultRate is the default sampling rate in Hz: 99, not 100, so ticks do
@@ -87,7 +88,7 @@ type Source struct {
 	stacks     threadStacks
 	stacksRead time.Time
 	copyLimit  int
-	windowAt   func(tid int, sp uint64) int // s.threadWindow, bound once
+	windowAt   func(tid int, r *regs.Set) int // s.threadWindow, bound once
 }
 
 // stackResult is one thread's outcome in a tick's batch.
@@ -336,7 +337,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 		s.sample = backend.Sample{TID: th.tid, Time: now, Regs: ps.Regs, StackAddr: ps.StackAddr, Stack: ps.Stack,
 			Weight: weight, Pause: ps.Stopped, Total: ps.Total}
 		yield(&s.sample)
-		s.learn(th, ps.StackAddr, s.sample.StackUse)
+		s.learn(th, ps.StackAddr, ps.Regs.TLS, s.sample.StackUse)
 		return true
 	}); err != nil {
 		r.Failed++
@@ -371,27 +372,27 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 }
 
 // threadWindow is BatchOptions.WindowAt: the copy of thread tid stopped
-// at sp, the window or what its walks learned they need.
-func (s *Source) threadWindow(tid int, sp uint64) int {
+// with registers r, the window or what its walks learned they need.
+func (s *Source) threadWindow(tid int, r *regs.Set) int {
 	if th := s.threads[tid]; th != nil && th.stack.end != 0 {
-		return th.stack.window(sp, s.opts.StackWindow, s.copyLimit)
+		return th.stack.window(r.SP(), s.opts.StackWindow, s.copyLimit)
 	}
 	return s.opts.StackWindow
 }
 
 // learn sizes th's next copies from what the walk of its sample at sp
 // read of its stack (use, set by the consumer in yield).
-func (s *Source) learn(th *threadState, sp uint64, use backend.StackUse) {
+func (s *Source) learn(th *threadState, sp, tp uint64, use backend.StackUse) {
 	if th.stack.end == 0 && use.End <= sp+uint64(s.opts.StackWindow) {
 		return // the common case: the window held the walk
 	}
-	if th.stack.learn(sp, use, s.opts.StackWindow, s.stacks) || time.Since(s.stacksRead) < time.Second {
+	if th.stack.learn(sp, tp, use, s.opts.StackWindow, s.stacks) || time.Since(s.stacksRead) < time.Second {
 		return
 	}
 	// A stack mapped since the maps were read (or never read): read them
 	// again, between two windows of the batch (no thread stopped).
 	s.stacks, s.stacksRead = readThreadStacks(s.pid), time.Now()
-	th.stack.learn(sp, use, s.opts.StackWindow, s.stacks)
+	th.stack.learn(sp, tp, use, s.opts.StackWindow, s.stacks)
 }
 
 func (s *Source) yieldUnchanged(th *threadState, now time.Time, yield func(*backend.Sample)) {

@@ -107,11 +107,34 @@ func (t threadStacks) find(sp uint64) (stackRange, bool) {
 // copyLimit is the most a thread's copy may grow to with window.
 func copyLimit(window int) int { return max(window, maxStackCopy) }
 
-// usedStack is the copy of a thread stopped at sp for a dump: the thread
-// stack up from sp (at most limit), or window if sp is on no thread stack.
-func (t threadStacks) usedStack(sp uint64, window, limit int) int {
-	if r, ok := t.find(sp); ok && r.stack {
-		return int(min(r.end-sp, uint64(limit)))
+// stackTop is where the stack of a thread stopped at sp, with thread
+// pointer tp, ends: the end of the thread stack that holds sp, or, on
+// memory not known as one, tp when it lies above sp in the same mapping.
+// glibc and musl put a thread's control block and static TLS at the top
+// of the stack they allocate for it, so a pthread stack whose guard is not
+// a mapping of its own (glibc 2.42 guards with MADV_GUARD_INSTALL where
+// the kernel has it) is still known, and the copy ends at its frames'
+// end. Go's threads keep tp in a heap arena: tp above sp in the same
+// arena passes, and limit bounds what that costs.
+func (t threadStacks) stackTop(sp, tp uint64) (r stackRange, top uint64, ok bool) {
+	r, found := t.find(sp)
+	switch {
+	case !found:
+		return stackRange{}, 0, false
+	case r.stack:
+		return r, r.end, true
+	case tp > sp && tp <= r.end:
+		return r, tp, true
+	}
+	return r, 0, false
+}
+
+// usedStack is the copy of a thread stopped at sp with thread pointer tp
+// for a dump: its stack up from sp (at most limit), or window if sp is on
+// no thread stack.
+func (t threadStacks) usedStack(sp, tp uint64, window, limit int) int {
+	if _, top, ok := t.stackTop(sp, tp); ok {
+		return int(min(top-sp, uint64(limit)))
 	}
 	return window
 }
@@ -132,22 +155,22 @@ func (l *learned) window(sp uint64, window, limit int) int {
 	return max(window, int(min(l.end-sp, uint64(limit))))
 }
 
-// learn updates l from a walk of a sample at sp that read its stack up to
+// learn updates l from a walk of a sample at sp (thread pointer tp) that read its stack up to
 // use.End, with a fixed copy of window bytes. stacks finds sp's thread
 // stack; ok is false when it did not know sp's mapping (a stack mapped
 // since the maps were read), which the caller may read again.
-func (l *learned) learn(sp uint64, use backend.StackUse, window int, stacks threadStacks) (ok bool) {
+func (l *learned) learn(sp, tp uint64, use backend.StackUse, window int, stacks threadStacks) (ok bool) {
 	if use.End <= sp+uint64(window) {
 		if l.keep--; l.keep <= 0 {
 			*l = learned{}
 		}
 		return true
 	}
-	r, found := stacks.find(sp)
-	if !found {
+	if _, found := stacks.find(sp); !found {
 		return false
 	}
-	if !r.stack || use.End > r.end {
+	r, top, isStack := stacks.stackTop(sp, tp)
+	if !isStack || use.End > top {
 		return true // not a thread stack's: keep what was learned
 	}
 	*l = learned{low: r.start, end: use.End, keep: learnKeep}

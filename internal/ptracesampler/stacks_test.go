@@ -27,20 +27,23 @@ func TestThreadStacks(t *testing.T) {
 	st := stacksOf(maps)
 	const window, limit = 16 << 10, 1 << 20
 	for _, c := range []struct {
-		sp   uint64
-		want int
+		sp, tp uint64
+		want   int
 	}{
-		{0x7f0000800000, 0x1000}, // pthread stack: its used part, less than the window
-		{0x7f0000001000, limit},  // a deep one: at most limit
-		{0x7ffc00020f00, 0x100},  // [stack]
-		{0xc000001000, window},   // Go heap arena: no guard below
-		{0x7f0000900100, window}, // anonymous, no guard
-		{0x1000, window},         // no mapping
-		{0x400100, window},       // not writable
-		{0x7f0000000800, window}, // the guard itself
+		{0x7f0000800000, 0, 0x1000},              // pthread stack: its used part, less than the window
+		{0x7f0000001000, 0, limit},               // a deep one: at most limit
+		{0x7ffc00020f00, 0, 0x100},               // [stack]
+		{0xc000001000, 0, window},                // Go heap arena: no guard below
+		{0x7f0000900100, 0, window},              // anonymous, no guard
+		{0x7f0000900100, 0x7f000090f000, 0xef00}, // anonymous, no guard, the thread pointer above SP: up to it
+		{0x7f0000900100, 0x7f0000900000, window}, // the thread pointer below SP: not its stack's top
+		{0x7f0000900100, 0x7f0000920000, window}, // the thread pointer in another mapping
+		{0x1000, 0, window},                      // no mapping
+		{0x400100, 0, window},                    // not writable
+		{0x7f0000000800, 0, window},              // the guard itself
 	} {
-		if got := st.usedStack(c.sp, window, limit); got != c.want {
-			t.Errorf("sp %#x: copy %#x, want %#x", c.sp, got, c.want)
+		if got := st.usedStack(c.sp, c.tp, window, limit); got != c.want {
+			t.Errorf("sp %#x tp %#x: copy %#x, want %#x", c.sp, c.tp, got, c.want)
 		}
 	}
 }
@@ -53,7 +56,7 @@ func TestLearned(t *testing.T) {
 	const window, limit = 16 << 10, 1 << 20
 	var l learned
 	sp := uint64(0x7f0000700000)
-	if !l.learn(sp, backend.StackUse{End: sp + 70000, Missed: 3}, window, st) || l.end != sp+70000 {
+	if !l.learn(sp, 0, backend.StackUse{End: sp + 70000, Missed: 3}, window, st) || l.end != sp+70000 {
 		t.Fatalf("learned %+v", l)
 	}
 	if got := l.window(sp-100, window, limit); got != 70100 {
@@ -69,17 +72,27 @@ func TestLearned(t *testing.T) {
 		if l.end == 0 {
 			t.Fatalf("dropped after %d samples, want %d", i, learnKeep)
 		}
-		l.learn(sp, backend.StackUse{End: sp + 100}, window, st)
+		l.learn(sp, 0, backend.StackUse{End: sp + 100}, window, st)
 	}
 	if l.end != 0 {
 		t.Errorf("kept %+v after %d samples that did not need it", l, learnKeep)
 	}
 	// Not a thread stack (a Go arena): nothing learned; an unknown
 	// mapping: ask for the maps again.
-	if !l.learn(0xc000001000, backend.StackUse{End: 0xc000100000}, window, st) || l.end != 0 {
+	if !l.learn(0xc000001000, 0, backend.StackUse{End: 0xc000100000}, window, st) || l.end != 0 {
 		t.Errorf("learned on a Go arena: %+v", l)
 	}
-	if l.learn(0x7e0000000000, backend.StackUse{End: 0x7e0000100000}, window, st) {
+	if l.learn(0x7e0000000000, 0, backend.StackUse{End: 0x7e0000100000}, window, st) {
 		t.Error("an unknown mapping did not ask for the maps again")
+	}
+	// A stack without a guard mapping, known by its thread pointer: a
+	// walk up to below it is learned, one beyond it is not.
+	sp = 0x7f0000900100
+	if !l.learn(sp, 0x7f000090f000, backend.StackUse{End: 0x7f000090e000}, window, st) || l.end != 0x7f000090e000 {
+		t.Errorf("not learned on a stack known by its thread pointer: %+v", l)
+	}
+	var l2 learned
+	if l2.learn(sp, 0x7f000090f000, backend.StackUse{End: 0x7f0000910000}, window, st); l2.end != 0 {
+		t.Errorf("learned beyond the thread pointer: %+v", l2)
 	}
 }
