@@ -288,6 +288,7 @@ func LoadWithDebug(f *elf.File, debug ...*elf.File) (t *Table, err error) {
 // sections: a separate debug file keeps the section headers of its object
 // but not the code, so its .text is NOBITS.
 func appendCandidates(dst []candidate, f *elf.File, syms []elf.Symbol, noBits bool) []candidate {
+	dst = slices.Grow(dst, len(syms))
 	for i := range syms {
 		s := &syms[i]
 		if s.Name == "" {
