@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// This file decodes the CIEs and FDEs of a section in any byte order:
-// delve's parser reads little-endian only, and s390x objects are
-// big-endian. The layouts are DWARF 5 section 6.4.1 (.debug_frame) and
+// This file decodes the CIEs and FDEs of a section in any byte order,
+// for Build: delve's parser reads little-endian only (s390x objects are
+// big-endian) and costs an allocation per FDE. The layouts are DWARF 5 section 6.4.1 (.debug_frame) and
 // the Linux Standard Base's .eh_frame (CIE id 0, a CIE pointer relative
 // to itself, pointer encodings from the "z" augmentation).
 
