@@ -40,6 +40,7 @@ type lazySection struct {
 	// The cache of decompressed prefixes, if any; looked up at the
 	// first read.
 	cache     *Cache
+	file      io.ReaderAt // the object's bytes, for the cache key; nil if unknown
 	buildID   string
 	entry     *sectionCache
 	cacheRead bool
@@ -53,6 +54,9 @@ func newLazySection(f *elf.File, name string) *lazySection {
 	if s.sec == nil || s.sec.Type == elf.SHT_NOBITS {
 		s.sec, s.done = nil, true
 		return s
+	}
+	if s.sec.Flags&elf.SHF_COMPRESSED != 0 {
+		s.file = rawFile(f)
 	}
 	if b, m := mapSection(s.sec); b != nil {
 		s.buf, s.done = b, true
@@ -108,7 +112,7 @@ func (s *lazySection) fromCache() {
 		return
 	}
 	s.cacheRead = true
-	if s.entry = s.cache.cacheFor(s.sec, s.buildID); s.entry == nil {
+	if s.entry = s.cache.cacheFor(s.sec, s.file, s.buildID); s.entry == nil {
 		return
 	}
 	if c := s.entry.load(); c != nil {
