@@ -23,10 +23,11 @@ import (
 // Bytes handed out are never modified: a longer prefix is a new (or
 // grown) buffer whose first bytes are the same.
 //
-// A prefix found in the cache is a read-only mapping of the cache file
-// (mapped true), checked block by block as reads reach it: a block that
-// fails its check drops the cache, and the section is decompressed from
-// its start (the mapping stays, for bytes handed out before).
+// A prefix found in the cache (mapped true) is read from the cache file
+// and checked block by block as reads reach it, into a mapping as long as
+// the prefix: a block that fails its check drops the cache, and the
+// section is decompressed from its start (the mapping stays, for bytes
+// handed out before).
 type lazySection struct {
 	name string
 	sec  *elf.Section // nil: the section is absent (reads as empty)
@@ -45,7 +46,7 @@ type lazySection struct {
 	entry     *sectionCache
 	cacheRead bool
 	cachedLen int           // how much of buf the cache holds
-	cached    *cachedPrefix // the mapped cache file; kept while s lives
+	cached    *cachedPrefix // the cache file's prefix; kept while s lives
 	mapped    bool          // buf is cached.data
 }
 
@@ -214,8 +215,9 @@ func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 }
 
 // span returns the first end bytes of the section (fewer if it is
-// shorter), of which those from off on are checked: for a reader (debug/
-// dwarf's) that is given a whole prefix but reads at off only.
+// shorter), of which those from off on are checked (bytes of the cache
+// before off may not be read yet): for a reader (debug/dwarf's) that is
+// given a whole prefix but reads at off only.
 func (s *lazySection) span(off, end uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
