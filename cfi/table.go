@@ -143,7 +143,11 @@ func Build(m elf.Machine, secs ...Section) (*Table, error) {
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, fdes...)
+		if all == nil {
+			all = fdes // the common case, .eh_frame alone: no copy
+		} else {
+			all = append(all, fdes...)
+		}
 	}
 	// Sort by address; of FDEs starting at the same address the first
 	// given (section order, then section position) wins. A permutation
