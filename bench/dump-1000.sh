@@ -14,7 +14,10 @@
 # machine busy while the 1-thread process is dumped, and the 1-thread
 # figures would measure the wait for a CPU: each round therefore stops it
 # (SIGSTOP) for the 1-thread runs and resumes it (SIGCONT) before the next
-# round's 1,000-thread runs, which stay on a process that runs. For
+# round's 1,000-thread runs, which stay on a process that runs. One
+# untimed stacktop dump of each process before the first round fills
+# stacktop's DWARF cache, so every round measures a warm cache (a user's
+# second dump; the first inflates libc's DWARF and writes the cache). For
 # stacktop it also reports the peak RSS (/usr/bin/time) and the longest
 # time any single thread stayed stopped (stacktop's own measure: from the
 # last poll that found the thread running to its resume, an upper bound).
@@ -76,6 +79,8 @@ stacktop_run() { # stacktop_run KEY PID [FLAGS]: wall, RSS, longest stop
 	keep "$key/stop" "$(to_us "${maxstop:-0}")"
 	printf '%-28s %6d ms  %3d threads  peak RSS %5s MB  longest stop %s\n' "$key" "$ms" "$threads" "$rss" "${maxstop:--}"
 }
+"$stacktop" dump -p "$mt" >/dev/null 2>&1 || true # warm the DWARF cache (header)
+"$stacktop" dump -p "$one" >/dev/null 2>&1 || true
 for r in $(seq "$rounds"); do
 	echo "--- round $r"
 	for p in "$mt:1000" "$one:1"; do
