@@ -9,7 +9,15 @@
 # installed if missing, so every tool sees the same debug information.
 #
 # Each round runs every tool once on each process, in turn, so load changes
-# hit all alike; the medians over ROUNDS (default 5) are the figures. For
+# hit all alike; the medians over ROUNDS (default 5) are the figures. The
+# 1,000-thread process's spinning threads would keep both CPUs of a small
+# machine busy while the 1-thread process is dumped, and the 1-thread
+# figures would measure the wait for a CPU: each round therefore stops it
+# (SIGSTOP) for the 1-thread runs and resumes it (SIGCONT) before the next
+# round's 1,000-thread runs, which stay on a process that runs. One
+# untimed stacktop dump of each process before the first round fills
+# stacktop's DWARF cache, so every round measures a warm cache (a user's
+# second dump; the first inflates libc's DWARF and writes the cache). For
 # stacktop it also reports the peak RSS (/usr/bin/time) and the longest
 # time any single thread stayed stopped (stacktop's own measure: from the
 # last poll that found the thread running to its resume, an upper bound).
@@ -37,6 +45,7 @@ echo "libc6-dbg $(dpkg-query -W -f='${Version}' libc6-dbg 2>/dev/null || echo mi
 gcc -O2 -g -pthread -o "$work/mixthreads" "$bench_dir/mixthreads.c"
 "$work/mixthreads" 1000 4 >"$work/mix.out" &
 mt=$!
+trap 'kill -CONT "$mt" 2>/dev/null || true; cleanup' EXIT # not left stopped by an interrupted round
 sleep 1000 &
 one=$!
 for i in $(seq 300); do grep -q ready "$work/mix.out" && break; sleep 0.1; done
@@ -70,11 +79,16 @@ stacktop_run() { # stacktop_run KEY PID [FLAGS]: wall, RSS, longest stop
 	keep "$key/stop" "$(to_us "${maxstop:-0}")"
 	printf '%-28s %6d ms  %3d threads  peak RSS %5s MB  longest stop %s\n' "$key" "$ms" "$threads" "$rss" "${maxstop:--}"
 }
+"$stacktop" dump -p "$mt" >/dev/null 2>&1 || true # warm the DWARF cache (header)
+"$stacktop" dump -p "$one" >/dev/null 2>&1 || true
 for r in $(seq "$rounds"); do
 	echo "--- round $r"
 	for p in "$mt:1000" "$one:1"; do
 		pid=${p%%:*}
 		n=${p##*:}
+		if [ "$n" = 1 ]; then
+			kill -STOP "$mt" # its 4 spinning threads off the CPUs (header)
+		fi
 		stacktop_run "stacktop/$n" "$pid"
 		stacktop_run "stacktop --no-lines/$n" "$pid" --no-lines
 		ms=$(run gdb -batch -nx -p "$pid" -ex 'thread apply all bt')
@@ -84,6 +98,7 @@ for r in $(seq "$rounds"); do
 		keep "eu-stack/$n" "$ms"
 		printf '%-28s %6d ms  %3d threads\n' "eu-stack/$n" "$ms" "$(grep -c '^TID ' "$work/out" || true)"
 	done
+	kill -CONT "$mt"
 done
 
 m() { tr ' ' '\n' <<<"${vals[$1]:-}" | grep . | median; }

@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// This file decodes the CIEs and FDEs of a section in any byte order:
-// delve's parser reads little-endian only, and s390x objects are
-// big-endian. The layouts are DWARF 5 section 6.4.1 (.debug_frame) and
+// This file decodes the CIEs and FDEs of a section in any byte order,
+// for Build: delve's parser reads little-endian only (s390x objects are
+// big-endian) and costs an allocation per FDE. The layouts are DWARF 5 section 6.4.1 (.debug_frame) and
 // the Linux Standard Base's .eh_frame (CIE id 0, a CIE pointer relative
 // to itself, pointer encodings from the "z" augmentation).
 
@@ -47,7 +47,7 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 	eh := s.Name == ".eh_frame"
 	be := order == binary.BigEndian
 	cies := map[int]*entryCIE{}
-	var out []parsedFDE
+	out := make([]parsedFDE, 0, countEntries(data, order))
 	fail := func(off int, format string, args ...any) error {
 		return &FormatError{Section: s.Name, Offset: int64(off), Msg: fmt.Sprintf(format, args...)}
 	}
@@ -121,6 +121,23 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 		off = end
 	}
 	return out, nil
+}
+
+// countEntries is the number of entries (CIEs and FDEs) of a section, by
+// their 32-bit lengths alone, at most maxEntries: the capacity
+// parseEntries reserves, so its FDEs are not copied as the slice grows
+// (libc: 3,700 FDEs, 200 KB). A terminator, a 64-bit length or the end of
+// the data ends the count (a hint only: parseEntries checks every entry).
+func countEntries(data []byte, order binary.ByteOrder) int {
+	n := 0
+	for off := 0; off+4 <= len(data) && n < maxEntries; n++ {
+		length := order.Uint32(data[off:])
+		if length == 0 || length >= 0xfffffff0 {
+			break
+		}
+		off += 4 + int(length)
+	}
+	return n
 }
 
 // parseCIEAt parses the CIE whose entry starts at off.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,12 +24,21 @@ import (
 //
 // Files are keyed by the debug file's build ID and section name, and
 // carry the section's sizes, its place in the file and a CRC-32C of its
-// first 4 KiB, decompressed, so a different file with the same build ID
-// (re-processed by dwz, recompressed) does not match. Each file holds a
-// prefix of the section and a CRC-32C of every 64 KiB block of it. A file
-// is mapped, not read: a lookup touches (and checks) only the blocks it
-// uses, so a run that needs one unit near the end of libc's 6 MB of
-// .debug_info neither copies nor holds the rest. A file of the wrong
+// first 4 KiB as stored (compressed), so a different file with the same
+// build ID (re-processed by dwz, recompressed) does not match. The stored
+// bytes are read, not inflated: inflating a head costs a whole 32 KiB
+// window of zlib per section (2.4 ms for libc's seven, on every run); a
+// compressed stream's start fixes its decompressed start, so the check is
+// no weaker. An object not read from a file (MiniDebugInfo's, in memory)
+// falls back to the decompressed head. Each file holds a
+// prefix of the section and a CRC-32C of every 64 KiB block of it. A
+// lookup reads (and checks) only the blocks it uses, each once, into an
+// anonymous mapping as long as the prefix, so a run that needs one unit
+// near the end of libc's 6 MB of .debug_info neither reads nor holds the
+// rest. The file is not mapped: the kernel maps a file's page cache in
+// whole folios (with ext4's large folios since Linux 6.16 up to 2 MiB for
+// one touched byte), which made a 1,000-thread dump's resident set 5 MB
+// of cache file for 600 KB of blocks read. A file of the wrong
 // size, a bad header or a block whose sum does not match is ignored from
 // there on, never believed. Files are written to a temporary name and
 // renamed, never changed in place, so concurrent runs each see a whole
@@ -50,8 +60,9 @@ func DefaultCacheDir() string {
 }
 
 // cacheMagic starts every cache file; "1" files (one sum over the whole
-// prefix, read whole) are ignored and replaced.
-const cacheMagic = "STKDWC2\n"
+// prefix, read whole) and "2" files (head sum over decompressed bytes)
+// are ignored and replaced.
+const cacheMagic = "STKDWC3\n"
 
 // cacheKey says which section of which file a cache file holds.
 type cacheKey struct {
@@ -68,7 +79,10 @@ const cacheHeaderLen = len(cacheMagic) + 3*8 + 4 + 8 + 4
 // cacheBlock is the unit of checking: a lookup checks the blocks it reads.
 const cacheBlock = 64 << 10
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoliTable is made at first use, not at package init: making it
+// builds hash/crc32's SSE4.2 tables, 0.2 ms of every start-up, also of
+// the runs (--no-lines, usage errors) that never read DWARF.
+var castagnoliTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // sectionCache is one section's entry in a Cache.
 type sectionCache struct {
@@ -78,17 +92,41 @@ type sectionCache struct {
 
 // cacheFor returns the entry of sec of f in c, or nil when c is nil, the
 // section is not compressed (reading it costs no more than the cache) or
-// f has no build ID.
-func (c *Cache) cacheFor(sec *elf.Section, buildID string) *sectionCache {
+// f has no build ID. file is f's bytes (rawFile), nil if unknown.
+func (c *Cache) cacheFor(sec *elf.Section, file io.ReaderAt, buildID string) *sectionCache {
 	if c == nil || c.Dir == "" || sec == nil || sec.Flags&elf.SHF_COMPRESSED == 0 || buildID == "" {
 		return nil
 	}
-	head := make([]byte, min(sec.Size, 4096))
-	n, _ := io.ReadFull(sec.Open(), head)
+	var head []byte
+	if file != nil {
+		head = make([]byte, min(sec.FileSize, 4096))
+		if n, err := file.ReadAt(head, int64(sec.Offset)); n < len(head) && err != nil {
+			head = nil
+		}
+	}
+	if head == nil {
+		head = make([]byte, min(sec.Size, 4096))
+		n, _ := io.ReadFull(sec.Open(), head)
+		head = head[:n]
+	}
 	return &sectionCache{
 		path: filepath.Join(c.Dir, buildID, strings.TrimPrefix(sec.Name, ".")),
-		key:  cacheKey{sec.Size, sec.FileSize, sec.Offset, crc32.Checksum(head[:n], castagnoli)},
+		key:  cacheKey{sec.Size, sec.FileSize, sec.Offset, crc32.Checksum(head, castagnoliTable())},
 	}
+}
+
+// rawFile returns the bytes f was read from, as debug/elf reads them,
+// found through an uncompressed section (every object has one: the
+// section names); nil if there is none.
+func rawFile(f *elf.File) io.ReaderAt {
+	for _, s := range f.Sections {
+		if sr, ok := s.ReaderAt.(*io.SectionReader); ok && s.Flags&elf.SHF_COMPRESSED == 0 {
+			if outer, _, _ := sr.Outer(); outer != nil {
+				return outer
+			}
+		}
+	}
+	return nil
 }
 
 // objectBuildID is f's build ID, "" if it has none.
@@ -100,22 +138,31 @@ func objectBuildID(f *elf.File) string {
 	return id
 }
 
-// cachedPrefix is a mapped cache file's prefix, checked block by block.
+// cachedPrefix is a cache file's prefix, read and checked block by block.
 type cachedPrefix struct {
-	data []byte   // the prefix, mapped read-only
-	sums []uint32 // CRC-32C of each cacheBlock of data
-	ok   []bool   // blocks checked good
+	// data is an anonymous mapping of the prefix's length; a block's
+	// bytes are there once check has read them (zero before: never
+	// handed out).
+	data   []byte
+	file   *os.File // the cache file, open until the prefix is dropped
+	dataAt int64    // where the prefix starts in file
+	sums   []uint32 // CRC-32C of each cacheBlock of data
+	ok     []bool   // blocks read and checked good
 }
 
-// load maps the cached prefix, or returns nil if there is none whose
-// header can be trusted. The prefix's blocks are checked as they are used
-// (check).
-func (sc *sectionCache) load() *cachedPrefix {
+// load opens the cached prefix, or returns nil if there is none whose
+// header can be trusted. The prefix's blocks are read and checked as they
+// are used (check).
+func (sc *sectionCache) load() (c *cachedPrefix) {
 	f, err := os.Open(sc.path)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
+	defer func() {
+		if c == nil {
+			f.Close()
+		}
+	}()
 	fi, err := f.Stat()
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() < int64(cacheHeaderLen) || fi.Size() > 1<<40 {
 		return nil
@@ -140,26 +187,28 @@ func (sc *sectionCache) load() *cachedPrefix {
 	if _, err := io.ReadFull(f, table); err != nil {
 		return nil
 	}
-	sum := crc32.Update(crc32.Checksum(h[:], castagnoli), castagnoli, table[:4*blocks])
+	sum := crc32.Update(crc32.Checksum(h[:], castagnoliTable()), castagnoliTable(), table[:4*blocks])
 	if sum != le.Uint32(table[4*blocks:]) {
 		return nil
 	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	m, err := unix.Mmap(-1, 0, int(n), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
 	if err != nil {
 		return nil
 	}
-	c := &cachedPrefix{data: m[dataAt:], sums: make([]uint32, blocks), ok: make([]bool, blocks)}
+	c = &cachedPrefix{data: m[:n:n], file: f, dataAt: int64(dataAt), sums: make([]uint32, blocks), ok: make([]bool, blocks)}
 	for i := range c.sums {
 		c.sums[i] = le.Uint32(table[4*i:])
 	}
-	// Unmapped when the section that holds it is gone: what lookups keep
-	// (names, rows) is copied out of it.
+	// Unmapped and closed when the section that holds it is gone: what
+	// lookups keep (names, rows) is copied out of it.
 	runtime.AddCleanup(c, func(m []byte) { unix.Munmap(m) }, m)
+	runtime.AddCleanup(c, func(f *os.File) { f.Close() }, f)
 	return c
 }
 
-// check reports whether the blocks holding data[off:end] match their sums,
-// checking those not checked yet.
+// check reports whether the blocks holding data[off:end] were read whole
+// and match their sums, reading and checking those not read yet. The
+// caller serialises calls (the section's lock).
 func (c *cachedPrefix) check(off, end uint64) bool {
 	end = min(end, uint64(len(c.data)))
 	for b := off / cacheBlock; b*cacheBlock < end; b++ {
@@ -168,7 +217,10 @@ func (c *cachedPrefix) check(off, end uint64) bool {
 		}
 		lo := b * cacheBlock
 		hi := min(lo+cacheBlock, uint64(len(c.data)))
-		if crc32.Checksum(c.data[lo:hi], castagnoli) != c.sums[b] {
+		if n, err := c.file.ReadAt(c.data[lo:hi], c.dataAt+int64(lo)); uint64(n) != hi-lo && err != nil {
+			return false
+		}
+		if crc32.Checksum(c.data[lo:hi], castagnoliTable()) != c.sums[b] {
 			return false
 		}
 		c.ok[b] = true
@@ -197,9 +249,9 @@ func (sc *sectionCache) store(data []byte) error {
 	h = le.AppendUint64(h, uint64(len(data)))
 	h = le.AppendUint32(h, cacheBlock)
 	for lo := 0; lo < len(data); lo += cacheBlock {
-		h = le.AppendUint32(h, crc32.Checksum(data[lo:min(lo+cacheBlock, len(data))], castagnoli))
+		h = le.AppendUint32(h, crc32.Checksum(data[lo:min(lo+cacheBlock, len(data))], castagnoliTable()))
 	}
-	h = le.AppendUint32(h, crc32.Checksum(h, castagnoli))
+	h = le.AppendUint32(h, crc32.Checksum(h, castagnoliTable()))
 	_, err = tmp.Write(h)
 	if err == nil {
 		_, err = tmp.Write(data)

@@ -3,6 +3,8 @@ package debuginfo
 import (
 	"bytes"
 	"debug/elf"
+	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -172,4 +174,50 @@ func openDebugOf(p string) (*elf.File, error) {
 		return nil, err
 	}
 	return df.File, nil
+}
+
+// flippedAt is an io.ReaderAt of r with the byte at off inverted.
+type flippedAt struct {
+	r   io.ReaderAt
+	off int64
+}
+
+func (f flippedAt) ReadAt(b []byte, off int64) (int, error) {
+	n, err := f.r.ReadAt(b, off)
+	if f.off >= off && f.off < off+int64(n) {
+		b[f.off-off] ^= 0xff
+	}
+	return n, err
+}
+
+// TestCacheKeyStoredBytes: the key of a compressed section sums the first
+// bytes as stored in the file, read without inflating them: one changed
+// byte among them (another compression of the same build) is another key,
+// and without the file's bytes the decompressed head is summed instead.
+func TestCacheKeyStoredBytes(t *testing.T) {
+	_, df, _ := openLibcDebug(t)
+	sec := df.File.Section(".debug_info")
+	if sec == nil || sec.Flags&elf.SHF_COMPRESSED == 0 {
+		t.Skip("libc's debug file is not compressed here: no key to check")
+	}
+	raw := rawFile(df.File)
+	if raw == nil {
+		t.Fatal("no file bytes found behind the debug file's sections")
+	}
+	c := &Cache{Dir: t.TempDir()}
+	key := c.cacheFor(sec, raw, "id").key
+	if again := c.cacheFor(sec, raw, "id").key; again != key {
+		t.Fatalf("key changed between two calls: %+v, %+v", key, again)
+	}
+	if other := c.cacheFor(sec, flippedAt{raw, int64(sec.Offset) + 100}, "id").key; other == key {
+		t.Errorf("a changed stored byte kept the key %+v", key)
+	}
+	if past := c.cacheFor(sec, flippedAt{raw, int64(sec.Offset) + 5000}, "id").key; past != key {
+		t.Errorf("a byte past the summed head changed the key: %+v, %+v", key, past)
+	}
+	head := make([]byte, 4096)
+	n, _ := io.ReadFull(sec.Open(), head)
+	if inflated := c.cacheFor(sec, nil, "id").key; inflated.headCRC != crc32.Checksum(head[:n], castagnoliTable()) || inflated == key {
+		t.Errorf("without the file: key %+v, want the decompressed head's sum", inflated)
+	}
 }

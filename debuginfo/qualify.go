@@ -64,6 +64,12 @@ func qualifiedName(d *dwarf.Data, cu, off dwarf.Offset, name string) (out string
 	if err != nil || e == nil || e.Offset != cu || !e.Children {
 		return name
 	}
+	if lang, ok := e.Val(dwarf.AttrLanguage).(int64); ok && scopeless(lang) {
+		// C has no namespaces or classes: a C unit's names stand as
+		// they are, and the descent (a walk over the unit's top-level
+		// DIEs, for each of its functions) is skipped.
+		return name
+	}
 	var parts []string
 	for depth := 0; depth < maxQualifyDepth; depth++ {
 		// Among the children of the current entry, the last one starting
@@ -113,6 +119,18 @@ func qualifiedName(d *dwarf.Data, cu, off dwarf.Offset, name string) (out string
 		}
 	}
 	return name
+}
+
+// scopeless reports whether units in the DWARF language lang (a DW_LANG_
+// code) can have no namespace or class around a function: C in its
+// editions, and assembly. Any other language, known or not, is descended.
+func scopeless(lang int64) bool {
+	switch lang {
+	case 0x0001, 0x0002, 0x000c, 0x001d, 0x002c, // DW_LANG_C89, C, C99, C11, C17
+		0x8001: // DW_LANG_Mips_Assembler, which GCC writes for .S files
+		return true
+	}
+	return false
 }
 
 // qualified reports whether name has a scope outside its template

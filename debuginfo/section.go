@@ -23,10 +23,11 @@ import (
 // Bytes handed out are never modified: a longer prefix is a new (or
 // grown) buffer whose first bytes are the same.
 //
-// A prefix found in the cache is a read-only mapping of the cache file
-// (mapped true), checked block by block as reads reach it: a block that
-// fails its check drops the cache, and the section is decompressed from
-// its start (the mapping stays, for bytes handed out before).
+// A prefix found in the cache (mapped true) is read from the cache file
+// and checked block by block as reads reach it, into a mapping as long as
+// the prefix: a block that fails its check drops the cache, and the
+// section is decompressed from its start (the mapping stays, for bytes
+// handed out before).
 type lazySection struct {
 	name string
 	sec  *elf.Section // nil: the section is absent (reads as empty)
@@ -40,11 +41,12 @@ type lazySection struct {
 	// The cache of decompressed prefixes, if any; looked up at the
 	// first read.
 	cache     *Cache
+	file      io.ReaderAt // the object's bytes, for the cache key; nil if unknown
 	buildID   string
 	entry     *sectionCache
 	cacheRead bool
 	cachedLen int           // how much of buf the cache holds
-	cached    *cachedPrefix // the mapped cache file; kept while s lives
+	cached    *cachedPrefix // the cache file's prefix; kept while s lives
 	mapped    bool          // buf is cached.data
 }
 
@@ -53,6 +55,9 @@ func newLazySection(f *elf.File, name string) *lazySection {
 	if s.sec == nil || s.sec.Type == elf.SHT_NOBITS {
 		s.sec, s.done = nil, true
 		return s
+	}
+	if s.sec.Flags&elf.SHF_COMPRESSED != 0 {
+		s.file = rawFile(f)
 	}
 	if b, m := mapSection(s.sec); b != nil {
 		s.buf, s.done = b, true
@@ -108,7 +113,7 @@ func (s *lazySection) fromCache() {
 		return
 	}
 	s.cacheRead = true
-	if s.entry = s.cache.cacheFor(s.sec, s.buildID); s.entry == nil {
+	if s.entry = s.cache.cacheFor(s.sec, s.file, s.buildID); s.entry == nil {
 		return
 	}
 	if c := s.entry.load(); c != nil {
@@ -210,8 +215,9 @@ func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 }
 
 // span returns the first end bytes of the section (fewer if it is
-// shorter), of which those from off on are checked: for a reader (debug/
-// dwarf's) that is given a whole prefix but reads at off only.
+// shorter), of which those from off on are checked (bytes of the cache
+// before off may not be read yet): for a reader (debug/dwarf's) that is
+// given a whole prefix but reads at off only.
 func (s *lazySection) span(off, end uint64) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -22,6 +22,10 @@
 // fraction of a library's symbols. Demangle is exported for package
 // debuginfo, which demangles DWARF's linkage names the same way.
 //
+// FuncValues maps every function name of an object's symbol tables (its
+// debug file's too) to its value, aliases included: the resolver's tail-
+// call frames look up a callee DWARF names only by a declaration.
+//
 // ParsePerfMap reads the /tmp/perf-PID.map a JIT compiler writes (the
 // caller reads the file); a PerfMap names addresses in anonymous memory,
 // where no module is.

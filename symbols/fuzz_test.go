@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
+	"maps"
 	"testing"
 
 	"stacktop/internal/fuzzbudget"
@@ -125,4 +127,51 @@ func tinyELF(syms []tinySym) []byte {
 	le.PutUint16(h[60:], 5)  // shnum
 	le.PutUint16(h[62:], 4)  // shstrndx
 	return append(append(h, body...), shdrs...)
+}
+
+// FuzzFuncValues feeds arbitrary bytes through elf.NewFile and
+// FuncValues: no panic, and on input debug/elf reads without error the
+// names and values it gives.
+func FuzzFuncValues(f *testing.F) {
+	fuzzbudget.Limit(f)
+	for _, syms := range [][]tinySym{
+		{{"main", 0x1000, 0x10, 0x12}, {"helper", 0x1010, 0x8, 0x02}},
+		{{"f", 0x1000, 0, 0x12}, {"f", 0x1008, 0x10, 0x22}, {"ifunc", 0x1008, 4, 0x1a}, {"zero", 0, 8, 0x12}},
+	} {
+		b := tinyELF(syms)
+		f.Add(b)
+		f.Add(b[:len(b)/2])
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ef *elf.File
+		func() {
+			defer func() { recover() }()
+			ef, _ = elf.NewFile(bytes.NewReader(data))
+		}()
+		if ef == nil {
+			return
+		}
+		got, err := FuncValues(ef)
+		if err != nil {
+			return
+		}
+		var want map[string]uint64
+		ok := func() (ok bool) {
+			defer func() {
+				if recover() != nil {
+					ok = false
+				}
+			}()
+			_, errS := ef.Symbols()
+			_, errD := ef.DynamicSymbols()
+			if (errS != nil && !errors.Is(errS, elf.ErrNoSymbols)) || (errD != nil && !errors.Is(errD, elf.ErrNoSymbols)) {
+				return false
+			}
+			want = funcValuesOf(ef)
+			return true
+		}()
+		if ok && !maps.Equal(got, want) {
+			t.Fatalf("FuncValues = %v, debug/elf gives %v", got, want)
+		}
+	})
 }

@@ -23,6 +23,7 @@ import (
 
 	"fmt"
 	"os"
+	"runtime"
 	"runtime/pprof"
 )
 
@@ -79,6 +80,12 @@ func main() {
 // STACKTOP_CPUPROFILE, and a heap profile at exit to STACKTOP_MEMPROFILE,
 // for work on stacktop's own overhead and memory (bench/).
 func profileSelf() (stop func()) {
+	if os.Getenv("STACKTOP_MEMPROFILE") != "" {
+		// One sample per 4 KiB allocated, not Go's default 512 KiB: a
+		// short dump allocates a few MB, which the default shows as a
+		// handful of samples that say little about what holds memory.
+		runtime.MemProfileRate = 4096
+	}
 	stopCPU := profileCPU()
 	return func() {
 		stopCPU()

@@ -7,6 +7,7 @@ import (
 	"stacktop/debuginfo"
 	"stacktop/internal/modules"
 	"stacktop/profile"
+	"stacktop/symbols"
 	"stacktop/unwind"
 )
 
@@ -112,23 +113,9 @@ func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, as
 		}
 		go func() {
 			defer close(mc.namesDone)
-			names := map[string]uint64{}
-			for _, f := range []*elf.File{m.File, debug} {
-				if f == nil {
-					continue
-				}
-				for _, load := range []func() ([]elf.Symbol, error){f.DynamicSymbols, f.Symbols} {
-					syms, _ := load()
-					for _, sy := range syms {
-						if elf.ST_TYPE(sy.Info) == elf.STT_FUNC && sy.Value != 0 && sy.Name != "" {
-							if _, dup := names[sy.Name]; !dup {
-								names[sy.Name] = sy.Value
-							}
-						}
-					}
-				}
-			}
-			mc.names = names
+			// A corrupt table adds no names (its callees are not
+			// found by name); the others still count.
+			mc.names, _ = symbols.FuncValues(m.File, debug)
 		}()
 	})
 	if async {
