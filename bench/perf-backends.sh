@@ -5,9 +5,13 @@
 #
 # Design: paired, rapidly alternating windows on ONE long-running target.
 # bench/cpuloop runs for the whole bench and, at each SIGUSR1, reports its
-# iterations, CLOCK_MONOTONIC and its own CPU time. The script attaches a
-# sampler, lets it settle (SETTLE seconds: start-up, symbol loading, a
-# ptrace attach), marks a sampled window of WINDOW_SECONDS, stops the
+# iterations, CLOCK_MONOTONIC and its own CPU time. It spins below a
+# STACK_KIB (64) KiB frame, so every sampler copies its whole stack window
+# (at the top of the main thread's stack a copy would end after a few
+# KiB, and window sizes could not be told apart). The script attaches a
+# sampler, waits until it samples (the target is traced, or the sampler
+# holds perf events) and then SETTLE seconds more (start-up, symbol
+# loading), marks a sampled window of WINDOW_SECONDS, stops the
 # sampler (SIGINT, as Ctrl-C), waits for it to exit, and marks an unsampled
 # window of the same length; then the next sampler. Each sampled window is
 # paired with the unsampled windows just before and after it (seconds
@@ -16,6 +20,13 @@
 # each of PAIRS rounds. Reported per configuration: the median of the
 # paired slowdowns and their interquartile range (p25..p75), which shows
 # whether a difference is real.
+#
+# The figure that holds on a loaded machine: "gaps", the time the target
+# loses in gaps of 3 µs to 1 ms during which it was not preempted (an
+# interrupt with the kernel's sample and the VM exits around it, a ptrace
+# stop; cpuloop.c), per pair the sampled window's share minus the
+# unsampled windows', and that time per sample. It misses what a sample
+# costs after the interrupt (caches, TLB) and ptrace stops over 1 ms.
 #
 # Two slowdowns: "wall" is the loss of iterations per second of wall time
 # (the issue's figure; it sees a ptrace stop and also every other program
@@ -52,7 +63,7 @@
 source "$(dirname "$0")/common.sh"
 pairs=${1:-5}
 win=${2:-2}
-settle=${SETTLE:-1}
+settle=${SETTLE:-0.5}
 gap=${GAP:-0.5}
 floor=${FLOOR:-0}
 ncpu=$(nproc)
@@ -99,9 +110,9 @@ label() {
 }
 
 # The target runs for the whole bench: every window is of the same process.
-per_cfg=$((settle + win + 4)) # settle, window, stop, unsampled window; rough
+per_cfg=$((win * 2 + 8)) # settle, window, stop, unsampled window; generous
 total=$(((per_cfg + 2) * ${#configs[@]} * pairs + 30))
-"${pin_t[@]}" "$work/cpuloop" "$total" >"$work/marks" &
+"${pin_t[@]}" "$work/cpuloop" "$total" "${STACK_KIB:-64}" >"$work/marks" &
 target=$!
 sleep 0.5
 
@@ -111,19 +122,35 @@ mark() {
 	kill -USR1 "$target"
 	echo "$1" >>"$work/labels"
 	nmark=$((nmark + 1))
-	# The target prints at its next pass, within about a millisecond.
+	# The target prints at its next pass, within about a millisecond of
+	# its CPU time: seconds on a machine loaded enough.
 	local i
-	for i in $(seq 200); do
+	for i in $(seq 3000); do
 		[ "$(grep -c '^mark' "$work/marks")" -ge "$nmark" ] && return
-		sleep 0.01
+		sleep 0.02
 	done
-	echo "perf-backends: the target did not answer a mark" >&2
-	exit 1
+	echo "perf-backends: the target did not answer a mark within a minute: stopping, the figures so far follow" >&2
+	stop=1
 }
 
 # cpu_ns PID: the CPU time (ns) of every thread of PID, from schedstat.
 cpu_ns() {
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{s += $1} END {printf "%.0f\n", s}'
+}
+
+# ready NAME PID: wait (at most 20 s) until the sampler PID samples: the
+# target is traced (ptrace), or PID holds perf events.
+ready() {
+	local i
+	for i in $(seq 400); do
+		if [ "$1" = ptrace ]; then
+			[ "$(awk '/^TracerPid:/ {print $2}' /proc/"$target"/status)" != 0 ] && return
+		else
+			ls -l /proc/"$2"/fd 2>/dev/null | grep -q 'perf_event' && return
+		fi
+		kill -0 "$2" 2>/dev/null || return
+		sleep 0.05
+	done
 }
 
 # sample CFG HZ ROUND: one sampled window of a configuration and the
@@ -145,6 +172,7 @@ sample() {
 	rm -f "$file"
 	"${pin_s[@]}" "${cmd[@]}" >/dev/null 2>"$err" &
 	local spid=$! t0=$EPOCHREALTIME
+	ready "$name" "$spid"
 	sleep "$settle"
 	local c0 c1
 	c0=$(cpu_ns "$spid")
@@ -179,8 +207,10 @@ echo "perf-backends: ${#configs[@]} configurations x $pairs rounds, ${win}s wind
 mark "off"
 sleep "$win"
 mark "end"
+stop=0
 for r in $(seq "$pairs"); do
 	for c in $(printf '%s\n' "${configs[@]}" | shuf); do
+		[ "$stop" = 1 ] && break 2
 		sample "${c%%:*}" "${c##*:}" "$r"
 	done
 	echo "round $r of $pairs done (load $(cut -d' ' -f1 /proc/loadavg))"
@@ -194,9 +224,10 @@ load1=$(cut -d' ' -f1-3 /proc/loadavg)
 # of wall time lost in short gaps (cpuloop.c: interrupts, stops), and the
 # window's CPU time over its wall time.
 grep '^mark' "$work/marks" | paste -d' ' "$work/labels" - | awk '
-	$1 == "end" { if (open) printf "%s %.9f %.9f %.6f %.6f\n", lab, ($4 - it) / ($3 - mono), ($4 - it) / ($5 - cpu),
-		($6 > tsc) ? ($7 - gc) / ($6 - tsc) : 0, ($5 - cpu) / ($3 - mono); open = 0; next }
-	{ lab = $1 == "on" ? $2 : "off"; n = NF - 6; mono = $(n + 1); it = $(n + 2); cpu = $(n + 3); tsc = $(n + 4); gc = $(n + 5); open = 1 }' >"$work/windows"
+	$1 == "end" { if (open) printf "%s %.9f %.9f %.6f %.6f %.1f %.2f\n", lab, ($4 - it) / ($3 - mono), ($4 - it) / ($5 - cpu),
+		($6 > tsc) ? ($7 - gc) / ($6 - tsc) : 0, ($5 - cpu) / ($3 - mono), 1e9 * ($8 - ng) / ($5 - cpu),
+		($8 > ng && $6 > tsc) ? ($7 - gc) / ($8 - ng) / (($6 - tsc) / ($3 - mono) * 1e3) : 0; open = 0; next }
+	{ lab = $1 == "on" ? $2 : "off"; n = NF - 6; mono = $(n + 1); it = $(n + 2); cpu = $(n + 3); tsc = $(n + 4); gc = $(n + 5); ng = $(n + 6); open = 1 }' >"$work/windows"
 
 # Pairs: each sampled window against the mean of the unsampled windows
 # just before and after it: slowdown per wall and per CPU second (%), the
@@ -216,6 +247,8 @@ q() { sort -g "$1" | awk -v p="$2" '{v[NR] = $1} END { if (!NR) { print "nan"; e
 base_wall=$(awk '$1 == "off" {s += $2; n++} END {printf "%.3f", s / n * 1e3}' "$work/windows")
 base_cpu=$(awk '$1 == "off" {s += $3; n++} END {printf "%.3f", s / n * 1e3}' "$work/windows")
 base_gap=$(awk '$1 == "off" {s += $4; n++} END {printf "%.2f", 100 * s / n}' "$work/windows")
+base_gaps=$(awk '$1 == "off" {print $6}' "$work/windows" | q /dev/stdin .5)
+base_gapus=$(awk '$1 == "off" {print $7}' "$work/windows" | q /dev/stdin .5)
 # med COLUMN KEY: "median [p25..p75]" of a column of the pairs of KEY.
 med() {
 	awk -v k="$2" -v c="$1" '$1 == k {print $c}' "$work/pairs" >"$work/col"
@@ -225,8 +258,9 @@ echo
 echo "Cost of sampling to the target: medians of $pairs paired windows of ${win}s, [p25..p75 of the pairs]."
 echo "  wall %: slowdown per second of wall time (ISSUE 17's FIGURE; needs a quiet machine)"
 echo "  CPU %:  slowdown per second of the target's own CPU time (blind to ptrace stops)"
-echo "  gaps pp: extra share of time lost in gaps of 3 us-1 ms (interrupts, stops), in percentage points;"
-echo "  us/smp: that time per sample. The gap figures hold on a loaded machine; the speeds do not."
+echo "  gaps pp: extra share of time lost in gaps of 3 us-1 ms not due to preemption (interrupts, stops),"
+echo "           in percentage points; us/smp: that time per sample. The gap figures hold on a loaded"
+echo "           machine (other programs' runs on the target's CPU are left out); the speeds do not."
 printf '%-34s %4s  %-22s %-22s %-22s %7s %7s %5s %9s %8s\n' configuration Hz "wall %" "CPU %" "gaps pp" "us/smp" "samp/s" lost output "CPU/core"
 for c in "${configs[@]}"; do
 	cfg=${c%%:*} hz=${c##*:}
@@ -238,7 +272,8 @@ for c in "${configs[@]}"; do
 		"$usmp" "$rest" "$(q "$work/cpu" .5)"
 done
 echo
-echo "unsampled target: $base_wall Mit/s wall, $base_cpu Mit/cpus, ${base_gap}% of its time in short gaps; pinning: $pinning;"
+echo "unsampled target (spinning below a ${STACK_KIB:-64} KiB frame): $base_wall Mit/s wall, $base_cpu Mit/cpus, ${base_gap}% of its time in short gaps; pinning: $pinning;"
+printf 'unsampled, the floor of any interrupt here: %.0f gaps a second of its CPU time (the timer tick, other interrupts), %.1f us each (medians)\n' "$base_gaps" "$base_gapus"
 echo "load average (1, 5, 15 min) before: $load0, after: $load1. samp/s: over the sampler's whole run (settle included);"
 echo "CPU/core: the sampler's own CPU (user + system) over the sampled window."
 pk() { awk -v k="$1" -v c="$2" '$1 == k {print $c}' "$work/pairs" | q /dev/stdin .5; }
@@ -249,6 +284,6 @@ if [ "$perf_ok" = 1 ]; then
 else
 	echo
 fi
-if [ "${KEEP:-0}" = 1 ]; then
-	mkdir -p perf-backends.out && cp "$work"/{windows,pairs,runs} perf-backends.out/ && echo "raw figures in perf-backends.out/"
+if [ -n "${KEEP:-}" ]; then
+	mkdir -p "$KEEP" && cp "$work"/{marks,labels,windows,pairs,runs} "$KEEP"/ && echo "raw figures in $KEEP/"
 fi
