@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # perf-backends.sh [PAIRS] [WINDOW_SECONDS]: what sampling costs a CPU-bound
 # program with each back end (issue 17), measured precisely enough to judge
-# a slowdown of 0.5% on a shared VM.
+# a slowdown of 0.5% on a shared VM. Defaults: 5 rounds of 2 s windows.
+# Environment: FLOOR=1 (the floor rows below), STACK_KIB, SETTLE, PIN=0,
+# KEEP=DIR (keep the raw figures; perf-backends.sh --report DIR prints
+# the table again from them).
 #
 # Design: paired, rapidly alternating windows on ONE long-running target.
 # bench/cpuloop runs for the whole bench and, at each SIGUSR1, reports its
@@ -60,7 +63,15 @@
 # Issue 17's targets at 999 Hz: perf back end slowdown <= 0.5% and below
 # perf record's, stacktop's CPU <= 5% of a core.
 # perf comes from scripts/install-test-deps.sh (linux-perf).
-source "$(dirname "$0")/common.sh"
+if [ "${1:-}" = --report ]; then
+	# --report DIR: the table again from a run's raw figures (KEEP=DIR).
+	report_only=$2
+	work=$2
+	set --
+else
+	report_only=
+	source "$(dirname "$0")/common.sh"
+fi
 pairs=${1:-5}
 win=${2:-2}
 settle=${SETTLE:-0.5}
@@ -68,6 +79,19 @@ gap=${GAP:-0.5}
 floor=${FLOOR:-0}
 ncpu=$(nproc)
 
+label() {
+	case $1 in
+	ptrace) echo "stacktop ptrace" ;;
+	perfbk) echo "stacktop --backend perf" ;;
+	perfbk-*) echo "stacktop perf --stack-window ${1#perfbk-}" ;;
+	perf) echo "perf record --call-graph dwarf" ;;
+	perf-*) echo "perf record --call-graph dwarf,${1#perf-}" ;;
+	bare) echo "perf record (no call graph)" ;;
+	regs) echo "perf record --user-regs (all)" ;;
+	esac
+}
+
+if [ -z "$report_only" ]; then
 perf_ok=0
 if command -v perf >/dev/null && perf record -e cpu-clock -F 999 --call-graph dwarf -o "$work/probe.data" -- true >/dev/null 2>&1; then
 	perf_ok=1
@@ -97,17 +121,6 @@ if [ "$floor" = 1 ]; then
 	[ "$perf_ok" = 1 ] && configs+=(bare:999 regs:999 perf-4096:999 perf-16384:999 perf-32768:999)
 fi
 
-label() {
-	case $1 in
-	ptrace) echo "stacktop ptrace" ;;
-	perfbk) echo "stacktop --backend perf" ;;
-	perfbk-*) echo "stacktop perf --stack-window ${1#perfbk-}" ;;
-	perf) echo "perf record --call-graph dwarf" ;;
-	perf-*) echo "perf record --call-graph dwarf,${1#perf-}" ;;
-	bare) echo "perf record (no call graph)" ;;
-	regs) echo "perf record --user-regs (all)" ;;
-	esac
-}
 
 # The target runs for the whole bench: every window is of the same process.
 per_cfg=$((win * 2 + 8)) # settle, window, stop, unsampled window; generous
@@ -218,26 +231,32 @@ done
 kill "$target" 2>/dev/null || true
 wait "$target" 2>/dev/null || true
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
+printf '%s\n' "pairs=$pairs" "win=$win" "pinning='$pinning'" "load0='$load0'" "load1='$load1'" \
+	"perf_ok=$perf_ok" "stack_kib=${STACK_KIB:-64}" "configs=(${configs[*]})" >"$work/meta"
+fi
+source "$work/meta"
 
 # Windows: label, then between a window's two marks the target's speed
-# (iterations per ns of wall time and per ns of its CPU time), the share
-# of wall time lost in short gaps (cpuloop.c: interrupts, stops), and the
-# window's CPU time over its wall time.
+# (iterations per ns of wall time and per ns of its CPU time), the time
+# lost in short gaps (cpuloop.c: interrupts, stops) as a share of its CPU
+# time (an interrupt is charged to the thread it interrupts, and a thread
+# that gets less of its CPU takes fewer samples and ticks), the window's
+# CPU time over its wall time, gaps per CPU second and their mean (µs).
 grep '^mark' "$work/marks" | paste -d' ' "$work/labels" - | awk '
 	$1 == "end" { if (open) printf "%s %.9f %.9f %.6f %.6f %.1f %.2f\n", lab, ($4 - it) / ($3 - mono), ($4 - it) / ($5 - cpu),
-		($6 > tsc) ? ($7 - gc) / ($6 - tsc) : 0, ($5 - cpu) / ($3 - mono), 1e9 * ($8 - ng) / ($5 - cpu),
+		($6 > tsc) ? ($7 - gc) / ($6 - tsc) * ($3 - mono) / ($5 - cpu) : 0, ($5 - cpu) / ($3 - mono), 1e9 * ($8 - ng) / ($5 - cpu),
 		($8 > ng && $6 > tsc) ? ($7 - gc) / ($8 - ng) / (($6 - tsc) / ($3 - mono) * 1e3) : 0; open = 0; next }
 	{ lab = $1 == "on" ? $2 : "off"; n = NF - 6; mono = $(n + 1); it = $(n + 2); cpu = $(n + 3); tsc = $(n + 4); gc = $(n + 5); ng = $(n + 6); open = 1 }' >"$work/windows"
 
 # Pairs: each sampled window against the mean of the unsampled windows
 # just before and after it: slowdown per wall and per CPU second (%), the
-# extra share of time lost in short gaps (percentage points), and that
-# time per sample (µs: the sampled window asks HZ samples per second of
-# the target's CPU time).
+# extra share of CPU time lost in short gaps (percentage points), and that
+# time per sample (µs: the sampler asks HZ samples per second of the
+# target's CPU time).
 awk '
 	$1 == "off" { if (pend != "") { split(pend, k, ":"); extra = pg - (og + $4) / 2
 			printf "%s %.4f %.4f %.4f %.2f\n", pend, 100 * (1 - pw / ((ow + $2) / 2)), 100 * (1 - pc / ((oc + $3) / 2)),
-				100 * extra, 1e6 * extra / (k[2] * pf); pend = "" }
+				100 * extra, 1e6 * extra / k[2]; pend = "" }
 		ow = $2; oc = $3; og = $4; next }
 	{ pend = $1; pw = $2; pc = $3; pg = $4; pf = $5 }' "$work/windows" >"$work/pairs"
 
@@ -258,7 +277,7 @@ echo
 echo "Cost of sampling to the target: medians of $pairs paired windows of ${win}s, [p25..p75 of the pairs]."
 echo "  wall %: slowdown per second of wall time (ISSUE 17's FIGURE; needs a quiet machine)"
 echo "  CPU %:  slowdown per second of the target's own CPU time (blind to ptrace stops)"
-echo "  gaps pp: extra share of time lost in gaps of 3 us-1 ms not due to preemption (interrupts, stops),"
+echo "  gaps pp: extra share of CPU time lost in gaps of 3 us-1 ms not due to preemption (interrupts, stops),"
 echo "           in percentage points; us/smp: that time per sample. The gap figures hold on a loaded"
 echo "           machine (other programs' runs on the target's CPU are left out); the speeds do not."
 printf '%-34s %4s  %-22s %-22s %-22s %7s %7s %5s %9s %8s\n' configuration Hz "wall %" "CPU %" "gaps pp" "us/smp" "samp/s" lost output "CPU/core"
@@ -272,7 +291,7 @@ for c in "${configs[@]}"; do
 		"$usmp" "$rest" "$(q "$work/cpu" .5)"
 done
 echo
-echo "unsampled target (spinning below a ${STACK_KIB:-64} KiB frame): $base_wall Mit/s wall, $base_cpu Mit/cpus, ${base_gap}% of its time in short gaps; pinning: $pinning;"
+echo "unsampled target (spinning below a ${STACK_KIB:-64} KiB frame): $base_wall Mit/s wall, $base_cpu Mit/cpus, ${base_gap}% of its CPU time in short gaps; pinning: $pinning;"
 printf 'unsampled, the floor of any interrupt here: %.0f gaps a second of its CPU time (the timer tick, other interrupts), %.1f us each (medians)\n' "$base_gaps" "$base_gapus"
 echo "load average (1, 5, 15 min) before: $load0, after: $load1. samp/s: over the sampler's whole run (settle included);"
 echo "CPU/core: the sampler's own CPU (user + system) over the sampled window."
@@ -285,5 +304,5 @@ else
 	echo
 fi
 if [ -n "${KEEP:-}" ]; then
-	mkdir -p "$KEEP" && cp "$work"/{marks,labels,windows,pairs,runs} "$KEEP"/ && echo "raw figures in $KEEP/"
+	mkdir -p "$KEEP" && cp "$work"/{meta,marks,labels,windows,pairs,runs} "$KEEP"/ && echo "raw figures in $KEEP/"
 fi
