@@ -50,12 +50,13 @@
 #
 # Configurations (all on the software cpu-clock event; this VM has no
 # PMU, and perf falls back to it anyway):
-#   stacktop ptrace, stacktop --backend perf (default --stack-window),
-#   perf record --call-graph dwarf (perf's default: 8 KiB of stack),
-#   at 99 and 999 Hz. With FLOOR=1, also at 999 Hz only, the floor: perf
-#   record with no call graph (the bare cpu-clock sample), with user
-#   registers only (--user-regs), with dwarf,4096/16384/32768 stack copies,
-#   and stacktop --backend perf with --stack-window 4096/8192/32768.
+#   stacktop ptrace, stacktop --backend perf (default --stack-window:
+#   16 KiB for ptrace, 8 KiB for perf), perf record --call-graph dwarf
+#   (perf's default: 8 KiB of stack), at 99 and 999 Hz. With FLOOR=1, also
+#   at 999 Hz only, the floor: perf record with no call graph (the bare
+#   cpu-clock sample), with user registers only (--user-regs), with
+#   dwarf,4096/16384/32768 stack copies, and stacktop --backend perf with
+#   --stack-window 4096/16384/32768.
 #
 # Also per configuration: samples taken and lost (whole run: settle +
 # window), the output file's size, and the sampler's own CPU over the
@@ -117,7 +118,7 @@ for hz in 99 999; do
 	[ "$perf_ok" = 1 ] && configs+=("perf:$hz")
 done
 if [ "$floor" = 1 ]; then
-	configs+=(perfbk-4096:999 perfbk-8192:999 perfbk-32768:999)
+	configs+=(perfbk-4096:999 perfbk-16384:999 perfbk-32768:999)
 	[ "$perf_ok" = 1 ] && configs+=(bare:999 regs:999 perf-4096:999 perf-16384:999 perf-32768:999)
 fi
 
