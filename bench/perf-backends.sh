@@ -38,9 +38,11 @@
 # interrupts (this kernel has no IRQ time accounting: interrupt time is
 # charged to the interrupted thread) but not a ptrace stop, nor time other
 # programs or the host take (steal time is not charged). For the perf
-# back end and perf record the CPU figure is the sampler's true cost to
-# the target, and holds on a loaded machine; the wall figure needs a quiet
-# one.
+# back end and perf record the CPU figure is the sampler's cost to the
+# target including what the interrupt leaves behind (caches, TLB); on a
+# loaded machine it still moves by a percent or so with what other
+# programs and the host do to the caches, and the wall figure says
+# nothing: run it on a quiet machine.
 #
 # Pinning: with 2 or more CPUs the target runs on the last CPU and every
 # sampler (and this script) on CPU 0, the same for every configuration

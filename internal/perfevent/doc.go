@@ -14,8 +14,8 @@
 // RegsLayout (the kernel's perf_regs numbering, mapped to DWARF numbers in
 // regs.Set; x86-64, arm64 and s390x) and sample_stack_user = the window
 // (Options.Window, a multiple of 8 up to MaxWindow: a record's size is a
-// 16-bit field; DefaultWindow 8 KiB, see below). CPU time a thread
-// spends in the kernel (system calls, page faults) is sampled where the kernel allows it (CAP_PERFMON, or
+// 16-bit field). CPU time a thread spends in the kernel (system calls,
+// page faults) is sampled where the kernel allows it (CAP_PERFMON, or
 // perf_event_paranoid below 2): such a sample carries the user registers
 // and stack as they were at kernel entry, so the time is charged to the
 // user code that made the call, as the ptrace back end's CPU-time weights
@@ -131,12 +131,13 @@
 //
 // On a VM the interrupt dominates: a guest's timer interrupt and the
 // re-arming of its TSC deadline exit to the host. bench/perf-backends.sh
-// (FLOOR=1) measured on this project's 2-core VM, as time the thread lost
-// in interrupts per sample at 999 Hz: the tick alone about 20 µs; perf
-// record with no call graph 11.7 µs (1.2% of the thread's time), with the
-// user registers 15 µs, with dwarf,4096/8192/16384/32768 17, 16, 19.5 and
-// 19 µs; this back end with a window of 4, 8, 16 and 32 KiB 13, 11.5, 15
-// and 19 µs. The bare cpu-clock sample is the floor: no choice of
+// (FLOOR=1) measured on this project's 2-core VM, in two runs, as time
+// the thread lost in interrupts per sample at 999 Hz: perf record with no
+// call graph 11.7-13 µs (1.2-1.3% of the thread's time), with the user
+// registers 13-15 µs, with dwarf,8192 (perf's default) 16.3-16.5 µs; this
+// back end with a window of 4, 8, 16 and 32 KiB 13-14.5, 11.5-13.3,
+// 15-16.5 and 18-19 µs (the kernel's own tick, for comparison, 18-20 µs).
+// The bare cpu-clock sample is the floor: no choice of event
 // attributes gets under it, and issue 17's 0.5% at 999 Hz is below it
 // here. On bare metal an interrupt takes a microsecond or two.
 //
