@@ -131,11 +131,11 @@
 //
 // On a VM the interrupt dominates: a guest's timer interrupt and the
 // re-arming of its TSC deadline exit to the host. bench/perf-backends.sh
-// (FLOOR=1) measured on this project's 2-core VM, in two runs, as time
-// the thread lost in interrupts per sample at 999 Hz: perf record with no
-// call graph 11.7-13 µs (1.2-1.3% of the thread's time), with the user
-// registers 13-15 µs, with dwarf,8192 (perf's default) 16.3-16.5 µs; this
-// back end with a window of 4, 8, 16 and 32 KiB 13-14.5, 11.5-13.3,
+// (FLOOR=1) measured on this project's 2-core VM, in three runs, as
+// time the thread lost in interrupts per sample at 999 Hz: perf record
+// with no call graph 11.7-13 µs (1.2-1.3% of the thread's time), with the
+// user registers 14-15 µs, with dwarf,8192 (perf's default) 16.3-17.9 µs;
+// this back end with a window of 4, 8, 16 and 32 KiB 13-15.7, 11.5-15.3,
 // 15-16.5 and 18-19 µs (the kernel's own tick, for comparison, 18-20 µs).
 // The bare cpu-clock sample is the floor: no choice of event
 // attributes gets under it, and issue 17's 0.5% at 999 Hz is below it
@@ -143,7 +143,7 @@
 //
 // The window is the one cost stacktop chooses: the kernel copies the
 // whole window whenever the stack above SP is resident (a thread deep in
-// its calls), about 0.3 µs per KiB above 8 KiB here. A walk uses far
+// its calls), 0.1-0.3 µs per KiB above 8 KiB here. A walk uses far
 // less: on the test targets every walk needed at most 6.3 KiB (a signal
 // frame on the stack the most) or else more than 64 KiB, which no window
 // holds (the resolver reads those frames from the live process). So

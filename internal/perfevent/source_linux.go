@@ -23,9 +23,10 @@ import (
 // Defaults of Options. DefaultWindow is 8 KiB, perf's own default, not
 // the ptrace back end's 16 KiB: the kernel copies the whole window in the
 // sampled thread's timer interrupt whenever the stack above SP is resident,
-// and each KiB over 8 cost the thread about 0.3 µs a sample on this
-// project's VM (0.3% of its time at 999 Hz for 16 KiB), while no walk of
-// the test targets needed between 8 and 16 KiB (see the package doc).
+// and each KiB over 8 cost the thread 0.1-0.3 µs a sample on this
+// project's VM (16 KiB: 0.4-3.6 µs more than 8, up to 0.36% of its time at
+// 999 Hz), while no walk of the test targets needed between 8 and 16 KiB
+// (see the package doc).
 const (
 	DefaultRate     = 99
 	DefaultWindow   = 8192
