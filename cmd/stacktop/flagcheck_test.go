@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"os/exec"
 	"strings"
 	"testing"
@@ -77,6 +78,35 @@ func TestSizeValue(t *testing.T) {
 		var n int
 		if err := (sizeValue{&n}).Set(in); err == nil {
 			t.Errorf("Set(%q) = %d, want an error", in, n)
+		}
+	}
+}
+
+// TestStackWindowDefaultPerBackend: without --stack-window a recording
+// asks the back end for its own default (0: ptrace copies 16 KiB, perf
+// 8 KiB, see perfevent.DefaultWindow); a window given is passed as is,
+// also when it equals the ptrace default.
+func TestStackWindowDefaultPerBackend(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{
+		{nil, 0},
+		{[]string{"--backend", "perf"}, 0},
+		{[]string{"--stack-window", "16384"}, 16384},
+		{[]string{"--backend", "perf", "--stack-window", "32KiB"}, 32768},
+	} {
+		var f samplingFlags
+		fs := flag.NewFlagSet("record", flag.ContinueOnError)
+		f.register(fs, "record")
+		if err := fs.Parse(c.args); err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if got := f.sessionOptions().StackWindow; got != c.want {
+			t.Errorf("%v: session StackWindow %d, want %d", c.args, got, c.want)
+		}
+		if f.stackWindow%8 != 0 || f.stackWindow <= 0 {
+			t.Errorf("%v: --stack-window %d checked against the flag limits", c.args, f.stackWindow)
 		}
 	}
 }

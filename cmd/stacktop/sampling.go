@@ -60,8 +60,12 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 // sessionOptions are the options of a periodic recording: line tables
 // load in the background so no tick waits for a large DWARF index.
 func (f *samplingFlags) sessionOptions() session.Options {
+	window := f.stackWindow
+	if !f.stackWindowGiven {
+		window = 0 // the back end's default
+	}
 	return session.Options{Backend: f.backend, Rate: f.rate, Idle: f.idle, TIDs: []int(f.tids),
-		StackWindow: f.stackWindow,
+		StackWindow: window,
 		Resolve:     f.resolveOptions(resolve.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()})}
 }
 

@@ -24,6 +24,12 @@ type stackFlags struct {
 
 	threadRE *regexp.Regexp  // compiled from threadName by check; nil: all
 	methods  []unwind.Method // parsed from unwinders by check
+
+	// stackWindowGiven: --stack-window was on the command line. If not,
+	// a recording passes 0 and each back end applies its own default
+	// (perfevent.DefaultWindow is smaller: the kernel copies it in the
+	// sampled thread's interrupt).
+	stackWindowGiven bool
 }
 
 // register defines the flags on fs; verb says what the subcommand does to
@@ -32,7 +38,8 @@ func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.tids, "tid", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
 	f.stackWindow = ptracesampler.DefaultStackWindow
-	fs.Var(sizeValue{&f.stackWindow}, "stack-window", "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB); a hint: with ptrace, more is copied where a thread's frames need it")
+	fs.Var(windowValue{sizeValue{&f.stackWindow}, &f.stackWindowGiven}, "stack-window",
+		"bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB; --backend perf: 8192 unless given); a hint: with ptrace, more is copied where a thread's frames need it")
 	f.unwinders.register(fs)
 	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
 	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")
@@ -66,4 +73,15 @@ func (f *stackFlags) resolveOptions(symbols resolve.SymbolOptions) resolve.Optio
 // lists its exit codes (64 is always a usage error).
 func exitCodesUsage(fs *flag.FlagSet, doc string) {
 	fmt.Fprintf(fs.Output(), "\nExit codes: see docs/%s (64: usage error).\n", doc)
+}
+
+// windowValue is --stack-window: a size that records whether it was given.
+type windowValue struct {
+	sizeValue
+	given *bool
+}
+
+func (v windowValue) Set(s string) error {
+	*v.given = true
+	return v.sizeValue.Set(s)
 }
