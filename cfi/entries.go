@@ -19,6 +19,7 @@ const (
 	peUdata2  = 0x02
 	peUdata4  = 0x03
 	peUdata8  = 0x04
+	peSigned  = 0x08 // signed, pointer-sized: 8 bytes here
 	peSLEB128 = 0x09
 	peSdata2  = 0x0a
 	peSdata4  = 0x0b
@@ -66,9 +67,10 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 			return nil, fail(off, "entry length %#x shorter than its %d-byte CIE id", length, idSize)
 		}
 		if length == 0 {
-			if eh {
-				break // the .eh_frame terminator
-			}
+			// The .eh_frame terminator, or, inside a section that
+			// several inputs were joined into (ld -r, gold), the end of
+			// one of them: the FDEs after it are found at run time
+			// through .eh_frame_hdr, so they are read on.
 			off = r.off
 			continue
 		}
@@ -130,7 +132,10 @@ func parseEntries(s *Section, order binary.ByteOrder) ([]parsedFDE, error) {
 // the data ends the count (a hint only: parseEntries checks every entry).
 func countEntries(data []byte, order binary.ByteOrder) int {
 	n := 0
-	for off := 0; off+4 <= len(data) && n < maxEntries; n++ {
+	// An entry takes 16 bytes at least (an FDE's length, CIE pointer and
+	// address range): hostile 5-byte entries reserve no more than that.
+	limit := min(maxEntries, len(data)/16+1)
+	for off := 0; off+4 <= len(data) && n < limit; n++ {
 		length := order.Uint32(data[off:])
 		if length == 0 || length >= 0xfffffff0 {
 			break
@@ -198,6 +203,11 @@ func parseCIE(r *reader, eh bool) (*entryCIE, error) {
 			switch ch {
 			case 'R':
 				c.fdeEnc = r.u8()
+				if c.fdeEnc != peOmit && c.fdeEnc&0x80 != 0 {
+					// An FDE's address behind a pointer: read as the
+					// pointer's own address it would give wrong ranges.
+					return nil, fmt.Errorf("FDE pointer encoding %#x is indirect", c.fdeEnc)
+				}
 			case 'L':
 				r.u8()
 			case 'P':
@@ -258,7 +268,7 @@ func readEncoded(r *reader, enc byte, secAddr uint64) uint64 {
 	fieldAddr := secAddr + uint64(r.off)
 	var v uint64
 	switch enc & 0x0f {
-	case peAbsptr, peUdata8, peSdata8:
+	case peAbsptr, peUdata8, peSigned, peSdata8:
 		v = r.uint(8)
 	case peULEB128:
 		v = r.uleb()

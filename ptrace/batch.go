@@ -171,6 +171,13 @@ type BatchOptions struct {
 	// Cancel, if not nil: once closed, threads not yet sampled are not
 	// sampled (ErrNotTaken).
 	Cancel <-chan struct{}
+	// Overlap samples the next window on the tracer thread while each
+	// handles the last one's samples. It pays where the caller has a CPU
+	// of its own (dump); with one P (record and top run GOMAXPROCS=1)
+	// each would compete with the tracer for it while the tracer holds
+	// stopped threads. Without it each runs between windows, while no
+	// thread of the batch is stopped.
+	Overlap bool
 	// Release lets each sampled thread go with PTRACE_DETACH at the stop
 	// of its sample instead of resuming it: a one-shot dump's threads are
 	// then stopped once, not again to be detached at the end, and the
@@ -209,12 +216,14 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 // time).
 //
 // Each window of threads is one trip to the tracer thread; each runs on
-// the calling goroutine while the tracer thread samples the next window
-// (or, after the last, is back in its loop): whatever each costs (an
-// unwind, a library's symbols loading), no thread waits for it, and a
-// signal-delivery-stop of another thread is resumed with its signal, not
-// after it. A call of the Tracer from each waits for the window under
-// way to end.
+// the calling goroutine, between windows or, with Overlap, while the
+// tracer thread samples the next window (after the last, the tracer is
+// back in its loop): whatever each costs (an unwind, a library's symbols
+// loading), no thread waits for it, and a signal-delivery-stop of another
+// thread is resumed with its signal, not after it. A call of the Tracer
+// from each waits for the window under way to end. With Release, a batch
+// that each ends early (false, or a panic) has released the threads of
+// the window under way without a call for them.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
@@ -252,7 +261,7 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 			return err
 		}
 		got := ready
-		if !r.done {
+		if !r.done && o.Overlap {
 			wait = p.tr.start(window)
 		}
 		for _, x := range got {
@@ -266,6 +275,9 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 				}
 				return nil
 			}
+		}
+		if !r.done && !o.Overlap {
+			wait = p.tr.start(window)
 		}
 		if wait == nil {
 			return nil

@@ -38,8 +38,11 @@ func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
 	fs.Var(&f.tids, "tid", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
 	f.stackWindow = ptracesampler.DefaultStackWindow
-	fs.Var(windowValue{sizeValue{&f.stackWindow}, &f.stackWindowGiven}, "stack-window",
-		"bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB; --backend perf: 8192 unless given); a hint: with ptrace, more is copied where a thread's frames need it")
+	windowHelp := "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB; --backend perf: 8192 unless given); a hint: with ptrace, more is copied where a thread's frames need it"
+	if verb == "dump" {
+		windowHelp = "bytes of stack copied while a thread is stopped when it is not on its own thread stack (e.g. 16384, 64KiB); on it, its used stack is copied"
+	}
+	fs.Var(windowValue{sizeValue{&f.stackWindow}, &f.stackWindowGiven}, "stack-window", windowHelp)
 	f.unwinders.register(fs)
 	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
 	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")

@@ -110,7 +110,7 @@ func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, 
 	}
 	exited := false
 	d.stacks = readThreadStacks(d.pid)
-	o := ptrace.BatchOptions{StackWindow: d.window, WindowAt: d.windowAt, MaxWindow: copyLimit(d.window), Release: true}
+	o := ptrace.BatchOptions{StackWindow: d.window, WindowAt: d.windowAt, MaxWindow: copyLimit(d.window), Release: true, Overlap: true}
 	err := d.proc.SampleBatch(tids, o, func(i int, s *ptrace.Sample, err error) bool {
 		if errors.Is(err, ptrace.ErrProcessExited) {
 			exited = true
