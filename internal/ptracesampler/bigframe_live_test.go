@@ -25,19 +25,7 @@ func TestSourceLearnsBigFrames(t *testing.T) {
 		t.Skip("live ptrace tests need root (or CAP_SYS_PTRACE); CI runs them as root")
 	}
 	tg := targets.Start(t, "chains-sframe3")
-	names, err := targets.ThreadNames(tg.PID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tid := 0
-	for id, name := range names {
-		if name == "bigframe" {
-			tid = id
-		}
-	}
-	if tid == 0 {
-		t.Fatalf("no bigframe thread in %v", names)
-	}
+	tid := tg.ThreadNamed(t, "bigframe")
 	tr := ptrace.NewTracer()
 	defer tr.Close()
 	src, err := ptracesampler.Open(tr, tg.PID(), ptracesampler.Options{Rate: 99, Idle: true, TIDs: []int{tid}})

@@ -25,19 +25,7 @@ func needRoot(t *testing.T) {
 func TestBackends(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "cpusplit-fp")
-	names, err := targets.ThreadNames(tg.PID())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hot := 0
-	for tid, name := range names {
-		if name == "hot" {
-			hot = tid
-		}
-	}
-	if hot == 0 {
-		t.Fatalf("no thread named hot: %v", names)
-	}
+	hot := tg.ThreadNamed(t, "hot")
 	tr := ptrace.NewTracer()
 	defer tr.Close()
 	for _, b := range []Backend{Ptrace, Perf, Auto} {
@@ -69,6 +57,10 @@ func TestBackends(t *testing.T) {
 				if th.TID != hot {
 					t.Errorf("thread %d (%s) sampled, only %d (hot) asked", th.TID, th.Name, hot)
 				}
+			}
+			names, err := tg.Threads()
+			if err != nil {
+				t.Fatal(err)
 			}
 			for tid := range names {
 				if st, err := procmaps.ReadStatus(tg.PID(), tid); err == nil && st.TracerPID != 0 {

@@ -311,28 +311,7 @@ func TestFreezeDetachesAtTheStops(t *testing.T) {
 	if _, err := Run(tr, tg.PID(), Options{Freeze: true}); err != nil {
 		t.Fatal(err)
 	}
-	// A thread detached from a group-stop runs for a moment before it
-	// stops again: wait for it.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		states, err := targets.ThreadStates(tg.PID())
-		if err != nil {
-			t.Fatal(err)
-		}
-		running := 0
-		for _, st := range states {
-			if st != 'T' {
-				running++
-			}
-		}
-		if running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after a frozen dump of a stopped process, threads not stopped: %v", states)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitAllStopped(t, tg.PID(), "after a frozen dump of a stopped process")
 }
 
 // TestSIGKILLMidDump kills stacktop while it dumps a 1,000-thread target:
@@ -472,4 +451,31 @@ func TestSelectStopsOnlySelected(t *testing.T) {
 		}
 	}
 	checkRunning(t, tg)
+}
+
+// waitAllStopped waits until every thread of pid is job-stopped (T) again:
+// a thread detached from a group-stop runs for a moment before the kernel
+// puts it back in the stop.
+func waitAllStopped(t *testing.T, pid int, when string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		states, err := targets.ThreadStates(pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := 0
+		for _, st := range states {
+			if st != 'T' {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s, threads not stopped: %v", when, states)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

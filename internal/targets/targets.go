@@ -324,6 +324,23 @@ func (t *Target) Threads() (map[int]string, error) {
 	return ThreadNames(t.PID())
 }
 
+// ThreadNamed returns the id of the target's thread named name (its
+// comm), failing the test if there is none.
+func (t *Target) ThreadNamed(tb testing.TB, name string) int {
+	tb.Helper()
+	names, err := t.Threads()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for tid, n := range names {
+		if n == name {
+			return tid
+		}
+	}
+	tb.Fatalf("no thread named %q in %v", name, names)
+	return 0
+}
+
 // ThreadNames returns the threads of process pid: thread id to comm. A
 // thread that exits while the directory is read is left out.
 func ThreadNames(pid int) (map[int]string, error) {
