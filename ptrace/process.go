@@ -265,7 +265,8 @@ func (p *Process) JobStopped(tid int) bool {
 }
 
 // Threads returns the TIDs currently traced, sorted; nil once the process
-// exited or was detached (or every thread was released: BatchOptions.Release). The slice is shared: callers must not modify it.
+// exited or was detached, or every thread was released
+// (BatchOptions.Release). The slice is shared: callers must not modify it.
 //
 // The periodic engine asks at every tick, and the thread set rarely
 // changes between ticks, so the list is kept until a thread comes or goes
