@@ -383,9 +383,6 @@ func (s *Source) threadWindow(tid int, r *regs.Set) int {
 // learn sizes th's next copies from what the walk of its sample at sp
 // read of its stack (use, set by the consumer in yield).
 func (s *Source) learn(th *threadState, sp, tp uint64, use backend.StackUse) {
-	if th.stack.end == 0 && use.End <= sp+uint64(s.opts.StackWindow) {
-		return // the common case: the window held the walk
-	}
 	if th.stack.learn(sp, tp, use, s.opts.StackWindow, s.stacks) || time.Since(s.stacksRead) < time.Second {
 		return
 	}

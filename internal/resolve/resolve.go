@@ -200,8 +200,8 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 		opts.Fallback = r.backChain
 	}
 	m, ok := r.space.MappingAt(s.Regs.SP())
-	if now := time.Now(); !ok && now.Sub(r.stackRefreshed) >= stackRefreshGap {
-		r.stackRefreshed = now
+	if !ok && time.Since(r.stackRefreshed) >= stackRefreshGap {
+		r.stackRefreshed = time.Now()
 		r.refresh()
 		m, ok = r.space.MappingAt(s.Regs.SP())
 	}
