@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -244,43 +245,158 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 			})
 		}
 	}()
-	// The next window runs on the tracer thread while each walks the
-	// samples of the one before (each window swaps p.batch and p.spare).
+	if o.Overlap {
+		return p.slideBatch(r, lastDrain, each)
+	}
+	// One trip to the tracer thread per window; each runs between them,
+	// while no thread of the batch is stopped or interrupted.
 	var ready []readySample
 	window := func() { p.tr.stopBatch(func() { ready = p.runWindow(r) }, lastDrain) }
-	wait := p.tr.start(window)
-	defer func() {
-		if wait != nil {
-			wait() // each returned early or panicked: the tracer's window ends first
-		}
-	}()
 	for {
-		err := wait()
-		wait = nil
-		if err != nil {
+		if err := p.tr.do(window); err != nil {
 			return err
 		}
-		got := ready
-		if !r.done && o.Overlap {
-			wait = p.tr.start(window)
-		}
-		for _, x := range got {
+		for _, x := range ready {
 			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
-				if wait != nil {
-					wait()
-					wait = nil
-				}
 				if !r.done && o.OthersStill != nil {
 					r.done = true // its drain was not waived: OthersStill is asked all the same
 				}
 				return nil
 			}
 		}
-		if !r.done && !o.Overlap {
-			wait = p.tr.start(window)
+		if r.done {
+			return nil
 		}
+	}
+}
+
+// A slide is SampleBatch with Overlap: the tracer thread runs window
+// after window in one trip, and hands each window's samples to the
+// caller through a channel while it goes on with the next; each walks
+// them meanwhile. The windows slide (runWindow carries the threads still
+// in flight into the next window), so the tracer never waits for a
+// window's slowest thread before it interrupts more. Two slot sets
+// alternate: the tracer starts a window only once the caller is done
+// with the window before the last (whose set it reuses), and waits for
+// that with no thread held (a window that cannot carry its flights ends
+// when they stopped). The caller's progress reaches the tracer without
+// a round trip through the Go scheduler: a carried thread stays stopped
+// (or interrupted) only while the tracer itself works.
+type slideDelivery struct {
+	ready []readySample
+	w     int64 // window number
+	end   bool  // the trip ended: no delivery follows
+}
+
+// slideWaitMax bounds the tracer's wait for the caller within one trip:
+// past it the trip ends and the caller starts another. Only an each that
+// calls the Tracer (which it must not, with Overlap) waits that long.
+const slideWaitMax = 50 * time.Millisecond
+
+func (p *Process) slideBatch(r *batchRun, lastDrain func() bool, each func(i int, s *Sample, err error) bool) error {
+	r.freed = make(chan struct{}, 1)
+	// At most two windows wait for the caller (the tracer starts window
+	// w+1 only once w-1 was consumed), then the trip's end.
+	deliveries := make(chan slideDelivery, 4)
+	trip := func() {
+		p.tr.stopBatch(func() {
+			defer func() {
+				p.dropFlights() // aborted, or ended while carrying
+				deliveries <- slideDelivery{end: true}
+			}()
+			p.slide(r, deliveries)
+		}, lastDrain)
+	}
+	wait := p.tr.start(trip)
+	finish := func() error {
+		// Ends the trip under way (if any): the tracer stops starting
+		// threads, lets go of those in flight, and says so.
 		if wait == nil {
 			return nil
+		}
+		r.abort.Store(true)
+		r.poke()
+		for d := range deliveries {
+			if d.end {
+				break
+			}
+		}
+		err := wait()
+		wait = nil
+		return err
+	}
+	defer finish() // each panicked
+	for {
+		d := <-deliveries
+		if d.end {
+			err := wait()
+			wait = nil
+			if err != nil || r.done {
+				return err
+			}
+			wait = p.tr.start(trip) // the tracer waited too long for us
+			continue
+		}
+		for _, x := range d.ready {
+			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
+				if !r.done && r.o.OthersStill != nil {
+					r.done = true // its drain was not waived: OthersStill is asked all the same
+				}
+				return finish()
+			}
+		}
+		r.consumed.Store(d.w)
+		r.poke()
+	}
+}
+
+// poke tells a tracer waiting in slide that the caller got on.
+func (r *batchRun) poke() {
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
+// slide runs one trip of a slide on the tracer thread: windows until the
+// batch is done, aborted, or the caller lags for slideWaitMax.
+func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		r.window++
+		ready := p.runWindow(r)
+		deliveries <- slideDelivery{ready: ready, w: r.window}
+		if r.done || r.abort.Load() {
+			return
+		}
+		// The next window reuses the slots of the window before this
+		// one. (runWindow carried threads only if they were free.)
+		waitFrom := time.Now()
+		for !r.nextSetFree() && !r.abort.Load() {
+			if len(p.flights) > 0 {
+				p.dropFlights() // (runWindow carries only into a free set)
+			}
+			if time.Since(waitFrom) > slideWaitMax {
+				return
+			}
+			if timer == nil {
+				timer = time.NewTimer(p.tr.batchDrainGap())
+			} else {
+				timer.Reset(p.tr.batchDrainGap())
+			}
+			select {
+			case <-r.freed:
+			case <-timer.C:
+				p.tr.drain() // signals to deliver wait for no window
+			}
+		}
+		if r.abort.Load() {
+			return
 		}
 	}
 }
@@ -288,9 +404,16 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 // batchWindow bounds the threads a batch holds interrupted at once, and so
 // the samples waiting for the caller. Each slot keeps a stack buffer; the
 // window shrinks for large stack windows to keep them within batchBytes.
+// A sliding window (Overlap) keeps slideInFlight threads interrupted and
+// twice as many slots per set. Fewer in flight poll faster: each poll
+// round asks every thread in flight (one wait4 each), and a 1,000-thread
+// dump with 4 spinners on 2 CPUs took 67-86 ms with 8 in flight, 78-83
+// with 16, 79-129 with 32 and 114-131 with 64; 16 keeps enough in flight
+// for sleepers that take milliseconds to wake.
 const (
-	batchWindow = 32
-	batchBytes  = 4 << 20
+	batchWindow   = 32
+	slideInFlight = 16
+	batchBytes    = 4 << 20
 )
 
 // startPollEvery: while a window's threads are interrupted, every this
@@ -332,14 +455,17 @@ type batchState struct {
 	// releasedSignals counts the threads Release detached with a signal
 	// to deliver (tests).
 	releasedSignals int64
+	// carried counts the sliding windows that handed threads in flight
+	// to the next (tests).
+	carried int64
 }
 
 // batchSlots is one Process's batch storage, reused across batches.
 type batchSlots struct {
-	slots   []*Sample
-	free    []*Sample
-	flights []flight
-	ready   []readySample
+	slots []*Sample
+	bufs  [][]byte // each slot's own stack buffer
+	free  []*Sample
+	ready []readySample
 	// windowAt and maxWindow are the running batch's
 	// BatchOptions.WindowAt and its bound; arena[:arenaUsed] holds the
 	// copies of this window's threads that needed more than their slot.
@@ -355,7 +481,25 @@ type batchRun struct {
 	o    BatchOptions
 	next int  // the first thread of tids not started yet
 	done bool // every thread was handed over
+
+	// With Overlap (slideBatch): windows are numbered from 1 on the
+	// tracer thread; the caller counts the windows whose samples it is
+	// done with (consumed), pokes freed when it counts one, and sets
+	// abort when each ends the batch early.
+	window   int64
+	consumed atomic.Int64
+	freed    chan struct{}
+	abort    atomic.Bool
 }
+
+// carries reports whether the batch's windows slide (Overlap): the
+// threads still in flight when a window has its samples are carried into
+// the next window (see runWindow and slideBatch).
+func (r *batchRun) carries() bool { return r.o.Overlap }
+
+// nextSetFree reports whether the caller is done with the samples of the
+// window before this one, whose slot set the next window reuses.
+func (r *batchRun) nextSetFree() bool { return r.consumed.Load() >= r.window-1 }
 
 // flight is a thread interrupted by the batch and not stopped yet.
 type flight struct {
@@ -376,81 +520,118 @@ type readySample struct {
 
 // runWindow interrupts the next window of r's threads at once, samples
 // and resumes each as it stops, and returns the window's samples (in
-// p.batch's slots, valid until the next window) once no thread of it is
-// in flight.
+// p.batch's slots, valid until the next window).
+//
+// Without Overlap a window ends once no thread of it is in flight: the
+// caller's each then runs while no thread of the batch is stopped or
+// interrupted. With Overlap the window slides: whenever a thread of it
+// was sampled, the next thread of the batch is interrupted, so that up to
+// window threads are always on their way to a stop, and the window ends
+// as soon as it holds window samples; the threads still in flight are
+// carried into the next window, which the caller starts at once. A
+// window that waits for its slowest thread (a sleeper woken behind busy
+// threads on a contended CPU: milliseconds) leaves the tracer idle while
+// the rest of the batch waits; sliding keeps every slot at work. Each
+// slot set then holds twice the window (carried threads stop into the
+// next set).
 func (p *Process) runWindow(r *batchRun) []readySample {
 	t := p.tr
 	p.batch, p.spare = p.spare, p.batch // the caller may still read the last window's
 	b := &p.batch
 	tids, o := r.tids, r.o
 	n := max(o.StackWindow, 0)
-	window := batchWindow
+	window, slots := batchWindow, batchWindow
+	if r.carries() {
+		window, slots = slideInFlight, 2*slideInFlight
+	}
 	if n > 0 {
-		window = min(window, max(batchBytes/n, 1))
+		slots = min(slots, max(batchBytes/n, 1))
+		window = min(window, slots)
 	}
-	window = min(window, max(len(tids)-r.next, 1))
-	for len(b.slots) < window {
-		b.slots = append(b.slots, &Sample{})
+	slots = min(slots, max(len(tids)-r.next+len(p.flights), 1))
+	b.prepare(slots, n, o)
+	if r.carries() {
+		// Threads in flight stop into the next window's slots: they
+		// must be there before any stop, like this window's.
+		p.spare.prepare(slots, n, o)
 	}
-	b.free = b.free[:0]
-	for _, s := range b.slots[:window] {
-		if cap(s.Stack) != n {
-			// Before any stop; a copy cut from the arena is given
-			// back with it here.
-			s.Stack = make([]byte, n)
-		}
-		b.free = append(b.free, s)
-	}
-	b.flights, b.ready = b.flights[:0], b.ready[:0]
-	b.windowAt, b.maxWindow = o.WindowAt, max(o.MaxWindow, n)
+	b.free = append(b.free[:0], b.slots[:slots]...)
+	b.ready = b.ready[:0]
 	b.arenaUsed = 0
-	if b.windowAt != nil && len(b.arena) < b.maxWindow {
-		b.arena = make([]byte, b.maxWindow)
-	}
 	t.batch.running, t.batch.release = true, o.Release
+	rt := t.enterRealtime()
+	carried := false
 	defer func() {
+		if rt {
+			t.leaveRealtime()
+		}
 		t.batch.running, t.batch.release = false, false
-		// Whatever ended the window, no thread stays held for it: a stop
-		// still to come is resumed by a drain.
-		for _, f := range b.flights {
-			f.th.inFlight = false
-			if f.th.state == stateHeld && !p.frozen {
-				p.resume(f.th)
+		if !carried {
+			// Whatever ended the window, no thread stays held for it: a
+			// stop still to come is resumed by a drain.
+			p.dropFlights()
+		}
+		r.done = r.next >= len(tids) && len(p.flights) == 0
+	}()
+	// canStart: a slot for every thread in flight and every sample taken.
+	canStart := func() bool {
+		if r.carries() {
+			return len(p.flights) < window && len(p.flights)+len(b.ready) < slots
+		}
+		return len(p.flights)+len(b.ready) < window
+	}
+	start := func() {
+		// Never past the deadline or after Cancel: an interrupt then
+		// stops a thread for a sample that is not taken, and its pause
+		// goes uncounted; the expiry below reports the rest not taken.
+		started := 0
+		for r.next < len(tids) && canStart() && !p.expired(r, time.Now()) {
+			i := r.next
+			r.next++
+			if x, ok := p.startSample(i, tids[i], n); ok {
+				b.ready = append(b.ready, x)
+				continue
+			}
+			// A sleeping thread woken by the interrupt on this CPU runs
+			// first and is often stopped by now: take it at once, not
+			// once the rest of the window was interrupted (which held it
+			// stopped for that long, a few hundred µs). Threads woken on
+			// another CPU stop there meanwhile: every few interrupts,
+			// all are polled.
+			if started++; started%startPollEvery == 0 {
+				p.pollFlights(n)
+			} else {
+				p.pollFlight(len(p.flights)-1, n)
 			}
 		}
-		b.flights = b.flights[:0]
-		if r.next >= len(tids) {
-			r.done = true
-		}
-	}()
-	// Never past the deadline or after Cancel: an interrupt then stops a
-	// thread for a sample that is not taken, and its pause goes
-	// uncounted; the expiry below reports the rest not taken.
-	started := 0
-	for r.next < len(tids) && len(b.flights)+len(b.ready) < window && !p.expired(o, time.Now()) {
-		i := r.next
-		r.next++
-		if x, ok := p.startSample(i, tids[i], n); ok {
-			b.ready = append(b.ready, x)
-			continue
-		}
-		// A sleeping thread woken by the interrupt on this CPU runs
-		// first and is often stopped by now: take it at once, not once
-		// the rest of the window was interrupted (which held it stopped
-		// for that long, a few hundred µs). Threads woken on another CPU
-		// stop there meanwhile: every few interrupts, all are polled.
-		if started++; started%startPollEvery == 0 {
-			p.pollFlights(n)
-		} else {
-			p.pollFlight(len(b.flights)-1, n)
-		}
 	}
+	start()
 	lastDrain := time.Now()
 	gap := t.batchDrainGap()
 	idle := 0
 	for {
 		found := p.pollFlights(n)
-		if len(b.flights) == 0 {
+		if r.carries() && len(b.ready) >= window && len(p.flights) > 0 && r.nextSetFree() {
+			// The next window follows at once, on this thread: the
+			// threads in flight stop into it. (While the caller still
+			// reads the samples of the window before, whose slots the
+			// next one reuses, this window takes no new threads once
+			// its slots are spoken for, and ends when its flights did:
+			// no thread is held while the tracer waits for the caller.)
+			carried = true
+			t.batch.carried++
+			return b.ready
+		}
+		if found {
+			idle = 0
+			if start(); len(p.flights) > 0 {
+				continue
+			}
+		}
+		if len(p.flights) == 0 {
+			if start(); len(p.flights) > 0 {
+				continue
+			}
 			if len(b.ready) == 0 && r.next < len(tids) {
 				// Nothing started (the deadline passed): the rest is
 				// not taken.
@@ -460,24 +641,20 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 			}
 			return b.ready
 		}
-		if found {
-			idle = 0
-			continue
-		}
 		now := time.Now()
-		if p.expired(o, now) {
+		if p.expired(r, now) {
 			// Take what stopped meanwhile; what is still in flight is not
 			// taken: it stays interrupted but runs on, and so does every
 			// thread not started.
 			p.pollFlights(n)
-			for _, f := range b.flights {
+			for _, f := range p.flights {
 				f.th.inFlight = false
 				if f.th.state == stateHeld && !p.frozen { // stopped since the last poll
 					p.resume(f.th)
 				}
 				b.ready = append(b.ready, readySample{i: f.i, err: ErrNotTaken})
 			}
-			b.flights = b.flights[:0]
+			p.flights = p.flights[:0]
 			for ; r.next < len(tids); r.next++ {
 				b.ready = append(b.ready, readySample{i: r.next, err: ErrNotTaken})
 			}
@@ -489,7 +666,9 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 			continue
 		}
 		p.checkFlights(now)
-		if idle++; t.spin && idle < 64 {
+		if idle++; t.spin && !rt && idle < 64 {
+			// (Never under SCHED_FIFO: a yield there lets no ordinary
+			// thread run, the thread to stop included.)
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 		} else {
 			// Raw: through the Go scheduler, a sleep longer than sysmon's
@@ -504,7 +683,26 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	}
 }
 
-func (p *Process) expired(o BatchOptions, now time.Time) bool {
+// dropFlights gives up the threads in flight, on the tracer thread: a
+// batch that ends early (each returned false, a panic, the deadline)
+// leaves none held. One already stopped is resumed (unless frozen); one
+// whose stop is still to come is resumed by a drain, like any stop
+// nobody waits for.
+func (p *Process) dropFlights() {
+	for _, f := range p.flights {
+		f.th.inFlight = false
+		if f.th.state == stateHeld && !p.frozen {
+			p.resume(f.th)
+		}
+	}
+	p.flights = p.flights[:0]
+}
+
+func (p *Process) expired(r *batchRun, now time.Time) bool {
+	o := r.o
+	if r.abort.Load() {
+		return true
+	}
 	if !o.Deadline.IsZero() && !now.Before(o.Deadline) {
 		return true
 	}
@@ -557,7 +755,7 @@ func (p *Process) startSample(i, tid, window int) (r readySample, ok bool) {
 		p.tr.batch.interrupts++
 	}
 	th.inFlight = true
-	b.flights = append(b.flights, flight{i: i, th: th, t0: now, seen: now, checked: now})
+	p.flights = append(p.flights, flight{i: i, th: th, t0: now, seen: now, checked: now})
 	return readySample{}, false
 }
 
@@ -573,6 +771,25 @@ func (p *Process) letGo(th *thread) {
 	}
 }
 
+// prepare allocates what a window of the given slots needs (their stack
+// buffers of n bytes, and the arena for WindowAt), before any stop.
+func (b *batchSlots) prepare(slots, n int, o BatchOptions) {
+	for len(b.slots) < slots {
+		b.slots = append(b.slots, &Sample{})
+		b.bufs = append(b.bufs, nil)
+	}
+	for i, s := range b.slots[:slots] {
+		if cap(b.bufs[i]) != n {
+			b.bufs[i] = make([]byte, n)
+		}
+		s.Stack = b.bufs[i] // a copy cut from the arena is given back here
+	}
+	b.windowAt, b.maxWindow = o.WindowAt, max(o.MaxWindow, n)
+	if b.windowAt != nil && len(b.arena) < b.maxWindow {
+		b.arena = make([]byte, b.maxWindow)
+	}
+}
+
 func (b *batchSlots) take() *Sample {
 	s := b.free[len(b.free)-1]
 	b.free = b.free[:len(b.free)-1]
@@ -583,7 +800,7 @@ func (b *batchSlots) take() *Sample {
 // sampled and resumed, an exited one reported. It reports whether any
 // thread stopped or exited.
 func (p *Process) pollFlights(window int) (found bool) {
-	for j := 0; j < len(p.batch.flights); {
+	for j := 0; j < len(p.flights); {
 		if p.pollFlight(j, window) {
 			found = true
 			continue
@@ -597,18 +814,17 @@ func (p *Process) pollFlights(window int) (found bool) {
 // sampled and resumed) or exited, it reports true and the last flight
 // takes place j.
 func (p *Process) pollFlight(j, window int) bool {
-	b := &p.batch
-	f := &b.flights[j]
+	f := &p.flights[j]
 	th := f.th
 	r, done := p.pollOne(f, window)
 	if !done {
 		return false
 	}
 	th.inFlight = false
-	b.ready = append(b.ready, r)
-	last := len(b.flights) - 1
-	b.flights[j] = b.flights[last]
-	b.flights = b.flights[:last]
+	p.batch.ready = append(p.batch.ready, r)
+	last := len(p.flights) - 1
+	p.flights[j] = p.flights[last]
+	p.flights = p.flights[:last]
 	return true
 }
 
@@ -657,8 +873,8 @@ func (p *Process) pollOne(f *flight, window int) (readySample, bool) {
 // zombie (it called pthread_exit) never stops and has exited.
 func (p *Process) checkFlights(now time.Time) {
 	b := &p.batch
-	for j := 0; j < len(b.flights); {
-		f := &b.flights[j]
+	for j := 0; j < len(p.flights); {
+		f := &p.flights[j]
 		if now.Sub(f.checked) < stateCheckGap {
 			j++
 			continue
@@ -695,8 +911,8 @@ func (p *Process) checkFlights(now time.Time) {
 		}
 		f.th.inFlight = false
 		b.ready = append(b.ready, r)
-		last := len(b.flights) - 1
-		b.flights[j] = b.flights[last]
-		b.flights = b.flights[:last]
+		last := len(p.flights) - 1
+		p.flights[j] = p.flights[last]
+		p.flights = p.flights[:last]
 	}
 }

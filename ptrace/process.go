@@ -77,6 +77,10 @@ type Process struct {
 	batchMu sync.Mutex
 	batch   batchSlots
 	spare   batchSlots // the last window's, which the caller reads meanwhile
+	// flights are the threads a batch interrupted and waits for; with
+	// Overlap they outlive a window (runWindow), so they are the
+	// Process's, not a slot set's.
+	flights []flight
 }
 
 // Sample is one thread's registers and the stack bytes above its stack

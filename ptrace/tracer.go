@@ -40,6 +40,10 @@ type Tracer struct {
 	batch      batchState // SampleBatch's buffers, reused across batches
 	spinner    *spinPolicy
 	spin       bool // this batch's waits for a stop poll first (spinPolicy)
+	// realtimeDenied: the kernel refused SCHED_FIFO (see realtime.go);
+	// realtimeWindows counts the windows run under it (tests).
+	realtimeDenied  bool
+	realtimeWindows int64
 
 	// signalStops counts signal-delivery-stops resumed outside a sample
 	// (by a drain): the loop then handles the next SIGCHLD at once.

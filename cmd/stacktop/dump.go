@@ -10,6 +10,7 @@ import (
 
 	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
+	"stacktop/internal/selfsched"
 	"stacktop/internal/stackdump"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
@@ -100,6 +101,7 @@ func runDump(args []string) int {
 	if len(f.tids) == 1 {
 		tid = f.tids[0]
 	}
+	selfsched.ForDump()
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: tid, Freeze: *freeze, Select: selectTID,

@@ -1,0 +1,156 @@
+//go:build linux
+
+package ptrace
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// A sliding batch (Overlap, as dump runs it) samples every thread of a
+// 300-thread process exactly once, carries threads in flight from one
+// window into the next, releases every thread, and runs its windows
+// under SCHED_FIFO where the kernel allows it, leaving the tracer thread
+// at its normal policy afterwards.
+func TestSlideBatch(t *testing.T) {
+	const n = 300
+	tg := startTarget(t, "many", fmt.Sprint(n), "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	carried, rtWindows := tr.batch.carried, tr.realtimeWindows
+	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 4096, Release: true, Overlap: true})
+	if len(tids) != n+1 {
+		t.Fatalf("%d threads traced, want %d", len(tids), n+1)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("thread %d: %v", tids[i], err)
+		}
+	}
+	if tr.batch.carried == carried {
+		t.Errorf("no window of %d threads carried its threads in flight into the next", n+1)
+	}
+	checkUntraced(t, tg.pid)
+	switch {
+	case tr.realtimeWindows > rtWindows:
+		policy := tracerPolicy(t, tr)
+		if policy != schedOther {
+			t.Errorf("tracer thread's policy after the batch: %d, want SCHED_OTHER", policy)
+		}
+	case !tr.realtimeDenied:
+		t.Error("no window ran under SCHED_FIFO, and the kernel did not refuse it")
+	default:
+		t.Log("SCHED_FIFO refused here: windows ran at the normal policy")
+	}
+	t.Logf("%d windows carried threads in flight, %d under SCHED_FIFO", tr.batch.carried-carried, tr.realtimeWindows-rtWindows)
+}
+
+// tracerPolicy reads the scheduling policy of tr's thread (field 41 of
+// its /proc stat).
+func tracerPolicy(t *testing.T, tr *Tracer) int {
+	t.Helper()
+	var tid int
+	tr.do(func() { tid = unix.Gettid() })
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/stat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // fields from 3 on
+	var policy int
+	fmt.Sscan(f[41-3], &policy)
+	return policy
+}
+
+// While the caller is slow with a window's samples, the tracer holds no
+// thread: it does not carry threads in flight into a window whose slots
+// the caller still reads, lets the window's threads stop and go, and
+// waits with none stopped. Checked from inside the caller's first call,
+// which watches the target for 200 ms: no thread may be seen in a ptrace
+// stop in three polls in a row (10 ms and more).
+func TestSlideSlowCaller(t *testing.T) {
+	const n = 200
+	tg := startTarget(t, "many", fmt.Sprint(n), "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	first := true
+	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
+		func(i int, s *Sample, err error) bool {
+			if !first {
+				return true
+			}
+			first = false
+			seen := map[int]int{} // polls in a row that found the thread stopped
+			for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); {
+				now := map[int]int{}
+				for _, tid := range stoppedThreads(t, tg.pid) {
+					if now[tid] = seen[tid] + 1; now[tid] == 3 {
+						t.Errorf("thread %d held stopped while the caller held up the batch", tid)
+					}
+				}
+				seen = now
+				time.Sleep(5 * time.Millisecond)
+			}
+			return true
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// A sliding batch that each ends early stops there: the threads in flight
+// are let go (none stays stopped), the threads not sampled stay traced
+// and running, and Detach then leaves the process untraced.
+func TestSlideEndsEarly(t *testing.T) {
+	const n = 200
+	tg := startTarget(t, "many", fmt.Sprint(n), "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	calls := 0
+	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
+		func(i int, s *Sample, err error) bool {
+			calls++
+			return calls < 50
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 50 {
+		t.Errorf("each was called %d times after it returned false at the 50th", calls)
+	}
+	waitNoneStopped(t, tg.pid)
+	if left := len(p.Threads()); left == 0 || left > n+1-50 {
+		t.Errorf("%d threads still traced after 50 of %d were released", left, n+1)
+	}
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// DisableRealtime keeps windows at the normal policy.
+func TestDisableRealtime(t *testing.T) {
+	DisableRealtime()
+	defer realtimeOff.Store(false)
+	tg := startTarget(t, "many", "20", "1")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	before := tr.realtimeWindows
+	batchAll(t, p, BatchOptions{StackWindow: 4096, Overlap: true})
+	if k := tr.realtimeWindows - before; k != 0 {
+		t.Errorf("%d windows under SCHED_FIFO after DisableRealtime", k)
+	}
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+}
