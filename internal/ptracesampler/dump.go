@@ -30,6 +30,40 @@ type Dump struct {
 	window int
 	sample backend.Sample
 	stacks threadStacks // read before each batch (stacks.go)
+	// early holds the threads' stats read while the tracer attached
+	// (prefetchStats); nil once the first batch used them.
+	early *statPrefetch
+}
+
+// statPrefetch is the stat of every thread listed before the attach,
+// read on a goroutine of its own while the tracer thread attaches (for a
+// thousand threads each takes 5-10 ms on a busy 2-CPU machine; in turn,
+// they added up). The attach does not stop threads, so what it reads is
+// what a read just before the batch would say, for every thread that
+// existed then (unless the process was stopped: the attach wakes such a
+// process's threads to re-trap them, so Sample reads them again). Its
+// TaskDir is the goroutine's until done is closed.
+type statPrefetch struct {
+	done  chan struct{}
+	stats map[int]procmaps.Stat
+}
+
+func prefetchStats(pid int, tasks *procmaps.TaskDir) *statPrefetch {
+	f := &statPrefetch{done: make(chan struct{})}
+	go func() {
+		defer close(f.done)
+		tids, err := procmaps.Threads(pid)
+		if err != nil {
+			return
+		}
+		f.stats = make(map[int]procmaps.Stat, len(tids))
+		for _, tid := range tids {
+			if st, err := tasks.Stat(tid); err == nil {
+				f.stats[tid] = st
+			}
+		}
+	}()
+	return f
 }
 
 // ThreadInfo is what /proc says of a thread just before its sample: its
@@ -47,12 +81,18 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
 	if stackWindow <= 0 {
 		stackWindow = DefaultStackWindow
 	}
+	d := &Dump{pid: pid, window: stackWindow}
+	if tasks, err := procmaps.OpenTaskDir(pid); err == nil {
+		d.tasks = tasks
+		d.early = prefetchStats(pid, tasks)
+	}
 	proc, err := tracer.Attach(pid)
 	if err != nil {
+		d.Close()
 		return nil, err
 	}
-	tasks, _ := procmaps.OpenTaskDir(pid)
-	return &Dump{proc: proc, pid: pid, window: stackWindow, tasks: tasks}, nil
+	d.proc = proc
+	return d, nil
 }
 
 // Threads lists the process's threads still attached, in the tracer's
@@ -77,9 +117,16 @@ func (d *Dump) Thaw() error { return d.proc.Thaw() }
 // Close detaches from every thread; while frozen, right at the frozen
 // stops (no thaw needed first). It is safe to call more than once.
 func (d *Dump) Close() error {
+	if d.early != nil {
+		<-d.early.done // the prefetch reads through tasks
+		d.early = nil
+	}
 	if d.tasks != nil {
 		d.tasks.Close()
 		d.tasks = nil
+	}
+	if d.proc == nil {
+		return nil // the attach failed
 	}
 	return d.proc.Detach()
 }
@@ -93,20 +140,35 @@ func (d *Dump) Close() error {
 // second stop detaches it at Close. each is called after the thread was
 // let go, with its sample, which is valid only during the call (the
 // consumer walks it there). Names and states are read from /proc before
-// the batch (stat only, through the open task directory), so they
-// describe the threads as they were, not in their ptrace stop. (Read on
-// another goroutine during the batch, they made the tracer thread wait
-// for a CPU while it held threads stopped: the longest stop grew fourfold
-// on a loaded 2-CPU machine.)
+// any thread is stopped (stat only, through the open task directory):
+// while the tracer attached (prefetchStats), or, for a thread created
+// since, just before the batch. They describe the threads as they were,
+// not in their ptrace stop. (Read on another goroutine during the batch,
+// they made the tracer thread wait for a CPU while it held threads
+// stopped: the longest stop grew fourfold on a loaded 2-CPU machine.)
 //
 // A thread that could not be sampled gets err (ErrThreadExited,
 // ErrThreadBlocked, ...); once the process is gone the batch ends and
 // Sample returns backend.ErrExited, after each was called for the threads
 // sampled until then. each must not call back into d.
 func (d *Dump) Sample(tids []int, each func(info ThreadInfo, s *backend.Sample, err error)) error {
+	var early map[int]procmaps.Stat
+	if d.early != nil {
+		<-d.early.done
+		if !d.proc.WasStopped() {
+			// (The attach wakes a stopped process's threads to re-trap
+			// them: read during it, they may show R.)
+			early = d.early.stats
+		}
+		d.early = nil
+	}
 	infos := make([]ThreadInfo, len(tids))
 	for i, tid := range tids {
-		infos[i] = d.info(tid)
+		st, ok := early[tid]
+		if !ok {
+			st = d.stat(tid) // a thread created since
+		}
+		infos[i] = d.info(tid, st)
 	}
 	exited := false
 	d.stacks = readThreadStacks(d.pid)
@@ -141,14 +203,19 @@ func (d *Dump) windowAt(tid int, r *regs.Set) int {
 	return d.stacks.usedStack(r.SP(), r.TLS, d.window, copyLimit(d.window))
 }
 
-// info reads thread tid's name and state.
-func (d *Dump) info(tid int) ThreadInfo {
+// stat reads thread tid's stat (zero if it cannot).
+func (d *Dump) stat(tid int) procmaps.Stat {
 	var st procmaps.Stat
 	if d.tasks != nil {
 		st, _ = d.tasks.Stat(tid)
 	} else {
 		st, _ = procmaps.ReadStat(d.pid, tid)
 	}
+	return st
+}
+
+// info is thread tid's name and state, from its stat st.
+func (d *Dump) info(tid int, st procmaps.Stat) ThreadInfo {
 	if st.State == 't' && d.proc.JobStopped(tid) {
 		st.State = 'T' // what it is without stacktop: stopped by a signal
 	}
