@@ -11,7 +11,7 @@ cleanup() {
 	restore_halt_poll
 }
 trap cleanup EXIT
-(cd "$root" && go build -o "$work/stacktop" ./cmd/stacktop)
+(cd "$root" && CGO_ENABLED=0 go build -o "$work/stacktop" ./cmd/stacktop) # as scripts/demo.sh builds it
 gcc -O2 -o "$work/ptrace-floor" "$bench_dir/ptrace-floor.c"
 gcc -O2 -o "$work/cpuloop" "$bench_dir/cpuloop.c"
 gcc -O2 -o "$work/gaploop" "$bench_dir/gaploop.c"

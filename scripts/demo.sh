@@ -9,7 +9,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 mkdir -p bin
-go build -o bin/stacktop ./cmd/stacktop
+CGO_ENABLED=0 go build -o bin/stacktop ./cmd/stacktop # no C library: smaller and quicker to start
 
 sudo=""
 if [ "$(id -u)" != 0 ] && [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" != 0 ]; then
