@@ -95,8 +95,17 @@
 // slow the caller. A deadline (or a cancel
 // channel) ends a batch early: threads not stopped by then get
 // ErrNotTaken and run on; their interrupt stop, when it comes, is resumed
-// by a drain. The tracer thread asks for nice -10 where the kernel allows
-// it, so it is not preempted while it holds threads stopped.
+// by a drain. With Overlap (a dump) the windows slide: the tracer thread
+// runs window after window in one trip, keeps 16 threads in flight and
+// carries those still in flight into the next window, handing each
+// window's samples to the caller through a channel; it carries only into
+// slots the caller is done with, so no thread waits for the caller.
+//
+// The tracer thread asks for nice -10 where the kernel allows it, and
+// runs each window under SCHED_FIFO at the lowest real-time priority
+// (realtime.go; DisableRealtime turns it off), so it is not preempted
+// while it holds threads stopped: at nice -10 the target's own spinning
+// threads still preempted it for milliseconds.
 //
 // # The pause
 //

@@ -18,6 +18,9 @@ import (
 // onSignal, if non-nil, is told of the first signal instead, so record can
 // stop sampling and still write its file; a second signal detaches and exits.
 func withTracer(onSignal func(os.Signal), fn func(tr *ptrace.Tracer) int) (code int) {
+	if os.Getenv("STACKTOP_NO_REALTIME") != "" {
+		ptrace.DisableRealtime() // see docs/dump.md
+	}
 	tr := ptrace.NewTracer()
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
