@@ -21,6 +21,13 @@
 # stacktop it also reports the peak RSS (/usr/bin/time) and the longest
 # time any single thread stayed stopped (stacktop's own measure: from the
 # last poll that found the thread running to its resume, an upper bound).
+# Each round ends, for each process, with one untimed extra stacktop dump
+# and one gdb dump recorded with the kernel's scheduler tracepoints
+# (bench/stoptimes.sh: a stop runs from the thread's switch-out in a ptrace
+# stop to its wake-up): the kernel-measured stops of the target's threads
+# (count, median, p99, max), next to stacktop's own longest stop in the
+# same run. gdb holds every thread stopped for its whole dump. Without perf
+# or the tracepoints these rows are left out, and the script says so.
 # Targets (issue 16): 1,000 threads with file:line <= 100 ms and >= 7x
 # faster than gdb; 1 thread <= 20 ms; no thread stopped > 1 ms; peak RSS
 # <= 30 MB.
@@ -39,6 +46,13 @@ need time /usr/bin/time
 if ! dpkg -s libc6-dbg >/dev/null 2>&1; then
 	echo "installing libc6-dbg" >&2
 	{ apt-get install -y -q libc6-dbg || { apt-get update -q && apt-get install -y -q libc6-dbg; }; } >/dev/null
+fi
+need linux-perf perf || true # the kernel-measured stops only; may be refused
+if kstops_why=$("$bench_dir/stoptimes.sh" probe); then
+	kstops=1
+else
+	kstops=
+	echo "kernel-measured stops left out: $kstops_why"
 fi
 echo "libc6-dbg $(dpkg-query -W -f='${Version}' libc6-dbg 2>/dev/null || echo missing); $(nproc) CPUs; load $(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -79,6 +93,24 @@ stacktop_run() { # stacktop_run KEY PID [FLAGS]: wall, RSS, longest stop
 	keep "$key/stop" "$(to_us "${maxstop:-0}")"
 	printf '%-28s %6d ms  %3d threads  peak RSS %5s MB  longest stop %s\n' "$key" "$ms" "$threads" "$rss" "${maxstop:--}"
 }
+traced_run() { # traced_run KEY PID CMD...: CMD once, untimed, under stoptimes.sh record; PID's threads' stops
+	local key=$1 pid=$2 tids line own= stops med p99 max unseen unended lost over
+	shift 2
+	tids=$(ls "/proc/$pid/task")
+	"$bench_dir/stoptimes.sh" record "$work/sched.data" "$@" >"$work/out" 2>"$work/err" || true
+	line=$("$bench_dir/stoptimes.sh" stats "$work/sched.data" $tids)
+	# stops N median_us M p99_us P max_us X threads T unseen U unended E lost L over_1ms O
+	read -r _ stops _ med _ p99 _ max _ _ _ unseen _ unended _ lost _ over <<<"$line"
+	[ "$max" = - ] || keep "$key/kmax" "$max"
+	if [ "${key%%/*}" = stacktop ]; then
+		own=$(grep -o 'max [0-9.]*[µnm]*s' "$work/err" | tail -1 | awk '{print $2}')
+		keep "$key/ownmax" "$(to_us "${own:-0}")"
+		own="  stacktop's own max ${own:--}"
+	fi
+	printf '%-28s %6d stops  median/p99/max %s/%s/%s µs  %d over 1 ms  %d never stopped%s%s\n' \
+		"${key%%/*}, kernel/${key##*/}" "$stops" "$med" "$p99" "$max" "$over" "$unseen" \
+		"$([ "$unended$lost" = 00 ] || echo "  ($unended unended, $lost lost)")" "$own"
+}
 "$stacktop" dump -p "$mt" >/dev/null 2>&1 || true # warm the DWARF cache (header)
 "$stacktop" dump -p "$one" >/dev/null 2>&1 || true
 for r in $(seq "$rounds"); do
@@ -97,6 +129,10 @@ for r in $(seq "$rounds"); do
 		ms=$(run eu-stack -p "$pid")
 		keep "eu-stack/$n" "$ms"
 		printf '%-28s %6d ms  %3d threads\n' "eu-stack/$n" "$ms" "$(grep -c '^TID ' "$work/out" || true)"
+		if [ -n "$kstops" ]; then # after the timed runs: tracing perturbs none of them
+			traced_run "stacktop/$n" "$pid" "$stacktop" dump -p "$pid"
+			traced_run "gdb/$n" "$pid" gdb -batch -nx -p "$pid" -ex 'thread apply all bt'
+		fi
 	done
 	kill -CONT "$mt"
 done
@@ -113,5 +149,16 @@ for k in stacktop "stacktop --no-lines"; do
 	worst=$(tr ' ' '\n' <<<"${vals[$k/1000/stop]}" | grep . | sort -g | tail -1)
 	printf '%-22s %12s %12s   (longest stop, µs: median of rounds; worst %s)\n' "$k" "$(m "$k/1000/stop")" "$(m "$k/1/stop")" "$worst"
 done
+worst() { tr ' ' '\n' <<<"${vals[$1]:-}" | grep . | sort -g | tail -1; }
+if [ -n "$kstops" ]; then
+	for k in stacktop gdb; do
+		printf '%-22s %12s %12s   (kernel-measured longest stop, µs: median of rounds; worst %s)\n' \
+			"$k, kernel" "$(m "$k/1000/kmax")" "$(m "$k/1/kmax")" "$(worst "$k/1000/kmax")"
+		if [ "$k" = stacktop ]; then
+			printf '%-22s %12s %12s   (stacktop'"'"'s own longest stop in the same runs, µs; worst %s)\n' \
+				"stacktop, own" "$(m "$k/1000/ownmax")" "$(m "$k/1/ownmax")" "$(worst "$k/1000/ownmax")"
+		fi
+	done
+fi
 awk -v s="$(m stacktop/1000)" -v g="$(m gdb/1000)" -v e="$(m eu-stack/1000)" \
 	'BEGIN { if (s > 0) printf "1,000 threads, file:line: stacktop %.1fx faster than gdb, %.1fx than eu-stack\n", g / s, e / s }'
