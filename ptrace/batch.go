@@ -173,11 +173,13 @@ type BatchOptions struct {
 	// sampled (ErrNotTaken).
 	Cancel <-chan struct{}
 	// Overlap samples the next window on the tracer thread while each
-	// handles the last one's samples. It pays where the caller has a CPU
-	// of its own (dump); with one P (record and top run GOMAXPROCS=1)
-	// each would compete with the tracer for it while the tracer holds
-	// stopped threads. Without it each runs between windows, while no
-	// thread of the batch is stopped.
+	// handles the last one's samples, and slides the windows (see
+	// slideBatch). It pays where the caller has a CPU of its own (dump);
+	// with one P (record and top run GOMAXPROCS=1) each would compete
+	// with the tracer for it while the tracer holds stopped threads.
+	// Without it each runs between windows, while no thread of the batch
+	// is stopped. With it each should not call the Tracer: the call waits
+	// for the tracer's trip, which waits for each (up to slideWaitMax).
 	Overlap bool
 	// Release lets each sampled thread go with PTRACE_DETACH at the stop
 	// of its sample instead of resuming it: a one-shot dump's threads are
