@@ -118,7 +118,8 @@ func setNoCLDStop(on bool) bool {
 // walks every traced thread), and on a stop reads the registers and the
 // stack window (one GETREGSET, one process_vm_readv) into a buffer of its
 // own and resumes the thread at once. Once every thread of the window was
-// sampled (or given up) the samples are handed to the caller (each),
+// sampled (or given up; with Overlap, once the window holds its share of
+// samples, see slideBatch) the samples are handed to the caller (each),
 // while the tracer thread goes on with the next window: the two overlap,
 // and whatever each costs (an unwind, or the first load of a library's
 // symbols, which on a loaded machine took 300 ms), no thread waits for
@@ -214,19 +215,20 @@ func (p *Process) SampleEach(tids []int, stackWindow int, each func(i int, s *Sa
 // stopped, after that thread was resumed. Every thread of tids gets
 // exactly one call, unless each returns false or the process exited
 // (ErrProcessExited): then the batch ends there. s is reused (copy what
-// you keep). each may call the Tracer and this Process, except for
-// another batch of this Process (batches of one Process run one at a
-// time).
+// you keep). each may call the Tracer and this Process (without Overlap;
+// see BatchOptions.Overlap), except for another batch of this Process
+// (batches of one Process run one at a time).
 //
-// Each window of threads is one trip to the tracer thread; each runs on
-// the calling goroutine, between windows or, with Overlap, while the
-// tracer thread samples the next window (after the last, the tracer is
-// back in its loop): whatever each costs (an unwind, a library's symbols
-// loading), no thread waits for it, and a signal-delivery-stop of another
-// thread is resumed with its signal, not after it. A call of the Tracer
-// from each waits for the window under way to end. With Release, a batch
-// that each ends early (false, or a panic) has released the threads of
-// the window under way without a call for them.
+// Without Overlap each window of threads is one trip to the tracer thread
+// and each runs on the calling goroutine between windows; with Overlap
+// one trip runs window after window (slideBatch) while each handles the
+// samples of the windows before: whatever each costs (an unwind, a
+// library's symbols loading), no thread waits for it, and a
+// signal-delivery-stop of another thread is resumed with its signal, not
+// after it. A call of the Tracer from each waits for the trip under way
+// to end. With Release, a batch that each ends early (false, or a panic)
+// has released the threads of the windows under way (with Overlap, up to
+// three windows' worth) without a call for them.
 func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sample, err error) bool) error {
 	if prstatusSize == 0 {
 		return ErrUnsupportedArch
@@ -309,7 +311,17 @@ func (p *Process) slideBatch(r *batchRun, lastDrain func() bool, each func(i int
 			p.slide(r, deliveries)
 		}, lastDrain)
 	}
-	wait := p.tr.start(trip)
+	wait, err := p.tr.submit(trip)
+	if err != nil {
+		return err
+	}
+	// ended collects the trip's end; a panic on the tracer thread is
+	// raised here, once.
+	ended := func() error {
+		w := wait
+		wait = nil
+		return w()
+	}
 	finish := func() error {
 		// Ends the trip under way (if any): the tracer stops starting
 		// threads, lets go of those in flight, and says so.
@@ -323,28 +335,28 @@ func (p *Process) slideBatch(r *batchRun, lastDrain func() bool, each func(i int
 				break
 			}
 		}
-		err := wait()
-		wait = nil
-		return err
+		return ended()
 	}
 	defer finish() // each panicked
 	for {
 		d := <-deliveries
 		if d.end {
-			err := wait()
-			wait = nil
-			if err != nil || r.done {
+			if err := ended(); err != nil || r.done {
 				return err
 			}
-			wait = p.tr.start(trip) // the tracer waited too long for us
+			// The tracer waited too long for us: another trip.
+			if wait, err = p.tr.submit(trip); err != nil {
+				return err
+			}
 			continue
 		}
 		for _, x := range d.ready {
 			if !each(x.i, x.s, x.err) || errors.Is(x.err, ErrProcessExited) {
+				err := finish()
 				if !r.done && r.o.OthersStill != nil {
 					r.done = true // its drain was not waived: OthersStill is asked all the same
 				}
-				return finish()
+				return err
 			}
 		}
 		r.consumed.Store(d.w)
@@ -361,12 +373,20 @@ func (r *batchRun) poke() {
 }
 
 // slide runs one trip of a slide on the tracer thread: windows until the
-// batch is done, aborted, or the caller lags for slideWaitMax.
+// batch is done, aborted, or the caller lags for slideWaitMax. The trip
+// runs under SCHED_FIFO (where allowed) from window to window, carried
+// threads included, and at its normal policy while it waits for the
+// caller, when no thread is held.
 func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
+	t := p.tr
+	rt := t.enterRealtime()
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
+		}
+		if rt {
+			t.leaveRealtime()
 		}
 	}()
 	for {
@@ -378,28 +398,36 @@ func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
 		}
 		// The next window reuses the slots of the window before this
 		// one. (runWindow carried threads only if they were free.)
+		if r.nextSetFree() {
+			continue
+		}
+		if len(p.flights) > 0 {
+			panic("ptrace: a window carried its threads in flight into slots the caller reads")
+		}
+		if rt {
+			t.leaveRealtime()
+			rt = false
+		}
 		waitFrom := time.Now()
 		for !r.nextSetFree() && !r.abort.Load() {
-			if len(p.flights) > 0 {
-				p.dropFlights() // (runWindow carries only into a free set)
-			}
 			if time.Since(waitFrom) > slideWaitMax {
 				return
 			}
 			if timer == nil {
-				timer = time.NewTimer(p.tr.batchDrainGap())
+				timer = time.NewTimer(t.batchDrainGap())
 			} else {
-				timer.Reset(p.tr.batchDrainGap())
+				timer.Reset(t.batchDrainGap())
 			}
 			select {
 			case <-r.freed:
 			case <-timer.C:
-				p.tr.drain() // signals to deliver wait for no window
+				t.drain() // signals to deliver wait for no window
 			}
 		}
 		if r.abort.Load() {
 			return
 		}
+		rt = t.enterRealtime()
 	}
 }
 
@@ -552,9 +580,11 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	}
 	slots = min(slots, max(len(tids)-r.next+len(p.flights), 1))
 	b.prepare(slots, n, o)
-	if r.carries() {
+	if r.carries() && r.window == 1 {
 		// Threads in flight stop into the next window's slots: they
-		// must be there before any stop, like this window's.
+		// must be there before any stop, like this window's. (Only now:
+		// later, the caller reads the other set's samples. Slots never
+		// grow within a batch.)
 		p.spare.prepare(slots, n, o)
 	}
 	b.free = append(b.free[:0], b.slots[:slots]...)

@@ -52,10 +52,10 @@ const (
 )
 
 // enterRealtime puts the calling (tracer) thread under SCHED_FIFO, if
-// allowed, and reports whether it did. A refusal is remembered: the
-// tracer does not ask again.
+// allowed and not there already, and reports whether it did (then the
+// caller leaves). A refusal is remembered: the tracer does not ask again.
 func (t *Tracer) enterRealtime() bool {
-	if t.realtimeDenied || realtimeOff.Load() {
+	if t.realtime || t.realtimeDenied || realtimeOff.Load() {
 		return false
 	}
 	prio := int32(1)
@@ -63,13 +63,23 @@ func (t *Tracer) enterRealtime() bool {
 		t.realtimeDenied = true
 		return false
 	}
+	t.realtime = true
 	t.realtimeWindows++
 	return true
 }
 
 // leaveRealtime returns the calling thread to SCHED_OTHER; the kernel
-// keeps its nice value.
+// keeps its nice value. SCHED_RESET_ON_FORK stays: without CAP_SYS_NICE
+// (real-time allowed by RLIMIT_RTPRIO alone) the kernel refuses to clear
+// it, and would leave the thread under SCHED_FIFO. If the kernel refuses
+// all the same, the tracer never enters real time again and never spins
+// (a spin under SCHED_FIFO lets no ordinary thread run on its CPU).
 func (t *Tracer) leaveRealtime() {
 	prio := int32(0)
-	unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, schedOther, uintptr(unsafe.Pointer(&prio)))
+	if _, _, e := unix.RawSyscall(unix.SYS_SCHED_SETSCHEDULER, 0, schedOther|schedResetOnFork, uintptr(unsafe.Pointer(&prio))); e != 0 {
+		t.realtimeDenied = true
+		t.spinner.close() // no spinning from now on (spinPolicy)
+		return
+	}
+	t.realtime = false
 }

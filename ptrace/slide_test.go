@@ -3,6 +3,7 @@
 package ptrace
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/regs"
 )
 
 // A sliding batch (Overlap, as dump runs it) samples every thread of a
@@ -153,4 +156,91 @@ func TestDisableRealtime(t *testing.T) {
 	if err := p.Detach(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The next window never rewrites the samples the caller still reads: with
+// a caller slower than the tracer, every sample's stack is the copy its
+// WindowAt asked for (a slot set prepared again under the caller gave
+// most samples the slot's whole, stale buffer).
+func TestSlideSamplesIntact(t *testing.T) {
+	tg := startTarget(t, "many", "200", "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	bad, calls := 0, 0
+	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, MaxWindow: 4096,
+		WindowAt: func(int, *regs.Set) int { return 256 }, Release: true, Overlap: true},
+		func(i int, s *Sample, err error) bool {
+			calls++
+			time.Sleep(300 * time.Microsecond) // the tracer starts the next window meanwhile
+			if err == nil && len(s.Stack) > 256 {
+				bad++
+			}
+			return true
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d samples' stacks were changed under each", bad, calls)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// runBounded runs fn and fails the test if it does not return within 10 s
+// (a hang); a panic in fn is returned.
+func runBounded(t *testing.T, fn func()) (panicked any) {
+	t.Helper()
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		fn()
+	}()
+	select {
+	case p := <-done:
+		return p
+	case <-time.After(10 * time.Second):
+		t.Fatal("hung")
+		return nil
+	}
+}
+
+// A panic on the tracer thread (here in WindowAt) reaches the caller of a
+// sliding batch, and no thread stays stopped or traced after Detach.
+func TestSlideTracerPanic(t *testing.T) {
+	tg := startTarget(t, "many", "50", "1")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attach(t, tr, tg.pid)
+	got := runBounded(t, func() {
+		p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Overlap: true,
+			WindowAt: func(int, *regs.Set) int { panic("boom") }},
+			func(int, *Sample, error) bool { return true })
+	})
+	if got != "boom" {
+		t.Errorf("SampleBatch's panic: %v, want boom", got)
+	}
+	waitNoneStopped(t, tg.pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+}
+
+// A sliding batch on a closed Tracer returns ErrTracerClosed.
+func TestSlideTracerClosed(t *testing.T) {
+	tg := startTarget(t, "many", "5", "1")
+	tr := NewTracer()
+	p := attach(t, tr, tg.pid)
+	tids := p.Threads()
+	tr.Close()
+	var err error
+	runBounded(t, func() {
+		err = p.SampleBatch(tids, BatchOptions{StackWindow: 4096, Overlap: true},
+			func(int, *Sample, error) bool { return true })
+	})
+	if !errors.Is(err, ErrTracerClosed) {
+		t.Errorf("SampleBatch on a closed Tracer: %v, want ErrTracerClosed", err)
+	}
+	checkUntraced(t, tg.pid)
 }

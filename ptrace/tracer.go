@@ -40,8 +40,10 @@ type Tracer struct {
 	batch      batchState // SampleBatch's buffers, reused across batches
 	spinner    *spinPolicy
 	spin       bool // this batch's waits for a stop poll first (spinPolicy)
-	// realtimeDenied: the kernel refused SCHED_FIFO (see realtime.go);
-	// realtimeWindows counts the windows run under it (tests).
+	// realtime: the tracer thread is under SCHED_FIFO now;
+	// realtimeDenied: the kernel refused it (see realtime.go);
+	// realtimeWindows counts the times it entered it (tests).
+	realtime        bool
 	realtimeDenied  bool
 	realtimeWindows int64
 
@@ -219,11 +221,22 @@ func (t *Tracer) do(fn func()) error { return t.start(fn)() }
 // start hands fn to the tracer thread and returns without waiting for it
 // to run; wait, called once, waits for it (and re-raises its panic).
 func (t *Tracer) start(fn func()) (wait func() error) {
+	wait, err := t.submit(fn)
+	if err != nil {
+		return func() error { return err }
+	}
+	return wait
+}
+
+// submit is start that says whether fn was handed over: ErrTracerClosed
+// if it never will run.
+func (t *Tracer) submit(fn func()) (wait func() error, err error) {
 	reply := replyPool.Get().(chan any)
 	select {
 	case t.reqs <- request{fn, reply}:
 	case <-t.quit:
-		return func() error { return ErrTracerClosed }
+		replyPool.Put(reply)
+		return nil, ErrTracerClosed
 	}
 	return func() error {
 		p := <-reply
@@ -232,7 +245,7 @@ func (t *Tracer) start(fn func()) (wait func() error) {
 			panic(p)
 		}
 		return nil
-	}
+	}, nil
 }
 
 // Close detaches every process and stops the tracer thread. It is

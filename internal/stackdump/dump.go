@@ -220,6 +220,24 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 // longest stop of up to 3 ms).
 const batchHeadroom = 12 << 20
 
+// pauseGC stops the garbage collector until resume (once; later calls do
+// nothing), up to batchHeadroom more memory (see dumpBatch).
+func pauseGC() (resume func()) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms) // (stops the world briefly: no thread is stopped yet)
+	limit := int64(ms.Sys-ms.HeapReleased) + batchHeadroom
+	oldLimit := debug.SetMemoryLimit(min(limit, debug.SetMemoryLimit(-1)))
+	oldPercent := debug.SetGCPercent(-1)
+	done := false
+	return func() {
+		if !done {
+			done = true
+			debug.SetMemoryLimit(oldLimit)
+			debug.SetGCPercent(oldPercent)
+		}
+	}
+}
+
 // dumpBatch samples tids in one batch and adds their stacks to res. Only
 // the walk runs inside the batch; naming the frames waits until every
 // thread was sampled, and the line tables the frames need start loading
@@ -237,11 +255,8 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 	// wait, stopped, until the runtime runs it again: 4-15 ms in traced
 	// 1,000-thread dumps on a busy 2-CPU machine. The memory limit lets
 	// the collector run once the batch has allocated batchHeadroom.
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms) // (stops the world briefly: no thread is stopped yet)
-	limit := int64(ms.Sys-ms.HeapReleased) + batchHeadroom
-	defer debug.SetMemoryLimit(debug.SetMemoryLimit(min(limit, debug.SetMemoryLimit(-1))))
-	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	resumeGC := pauseGC()
+	defer resumeGC() // (a panic)
 	err := d.Sample(tids, func(info ptracesampler.ThreadInfo, s *backend.Sample, err error) {
 		ts := ThreadStack{TID: info.TID, Name: info.Name, State: info.State}
 		switch {
@@ -263,6 +278,7 @@ func dumpBatch(d *ptracesampler.Dump, r *resolve.Resolver, tids []int, res *Resu
 		}
 		out = append(out, walked{ts: ts})
 	})
+	resumeGC() // naming runs with every thread let go
 	if errors.Is(err, backend.ErrExited) {
 		res.ProcessExited, err = true, nil
 	}
