@@ -92,6 +92,42 @@ func (c *nameCache) add(tails bool, pc uint64, key variant, frames []profile.Fra
 	c.n++
 }
 
+// maxCachedStack is the longest walk stack names from the cache alone.
+const maxCachedStack = 64
+
+// stack returns the named frames of a walk whose every frame and tail
+// call is in the cache, in a slice of their exact length (a dump holds a
+// thousand of them); ok is false if some are not.
+func (c *nameCache) stack(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, ok bool) {
+	if len(frames) == 0 || len(frames) > maxCachedStack || c.frames == nil {
+		return nil, false
+	}
+	var parts [2 * maxCachedStack][]profile.Frame
+	o := keyOpts(opt)
+	tails := !opt.NoLines
+	n, total := 0, 0
+	for i, f := range frames {
+		if i > 0 && tails && !f.Exact {
+			prev := frames[i-1]
+			fr, ok := lookupVariant(c.tails, f.PC, variant{pc: prev.PC, exact: prev.Exact, opts: o})
+			if !ok {
+				return nil, false
+			}
+			parts[n], n, total = fr, n+1, total+len(fr)
+		}
+		fr, ok := lookupVariant(c.frames, f.PC, variant{method: f.Method, exact: f.Exact, opts: o})
+		if !ok {
+			return nil, false
+		}
+		parts[n], n, total = fr, n+1, total+len(fr)
+	}
+	out = make([]profile.Frame, 0, total)
+	for _, fr := range parts[:n] {
+		out = append(out, fr...)
+	}
+	return out, true
+}
+
 // appendFrames is symbolizer.appendFrames through the cache.
 func (c *nameCache) appendFrames(out []profile.Frame, r *Resolver, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
 	key := variant{method: f.Method, exact: f.Exact, opts: keyOpts(opt)}

@@ -41,6 +41,9 @@ type SymbolOptions struct {
 // call on the same frames will give.
 func (r *Resolver) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, pending bool) {
 	c := &r.named // the frames and tail calls named before
+	if out, ok := c.stack(frames, opt); ok {
+		return out, false
+	}
 	out = make([]profile.Frame, 0, len(frames)+len(frames)/2)
 	for i, f := range frames {
 		if i > 0 {
