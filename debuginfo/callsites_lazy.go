@@ -105,7 +105,7 @@ func (z *lazyCallSites) read(off dwarf.Offset, c *CallSites) (err error) {
 		}
 	}()
 	lz := z.l.lazy
-	u, err := lz.open(uint64(off))
+	u, err := lz.open(uint64(off), false)
 	if err != nil {
 		return err
 	}
@@ -130,7 +130,7 @@ func (z *lazyCallSites) read(off dwarf.Offset, c *CallSites) (err error) {
 		if err != nil {
 			return nil
 		}
-		o, err := lz.open(start)
+		o, err := lz.open(start, false)
 		if err != nil {
 			return nil
 		}

@@ -32,6 +32,12 @@ type lazyDWARF struct {
 	whole   []*lazySection // str, ranges, then the rest of wholeSections
 	wholeMu sync.Mutex
 	loaded  [][]byte
+
+	// stmts holds each opened unit's line program offset (DW_AT_stmt_list,
+	// -1 for none): the lines of a unit whose call sites were read (or
+	// the other way round) need one dwarf.New, not two.
+	stmtMu sync.Mutex
+	stmts  map[uint64]int64
 }
 
 // The sections read whole; the first two are dwarf.New's str and ranges.
@@ -176,8 +182,14 @@ type openedUnit struct {
 	free func()
 }
 
-// open makes the dwarf.Data of the unit at off, with its line program.
-func (z *lazyDWARF) open(off uint64) (*openedUnit, error) {
+// open makes the dwarf.Data of the unit at off, with its line program if
+// lines is set (call sites and names need none).
+//
+// dwarf.New takes the line section up front, and where the unit's line
+// program is comes from the unit's first DIE: so a unit is opened once
+// without, to read that DIE, and, for lines, again with the program,
+// unless an earlier open of the unit left its offset in z.stmts.
+func (z *lazyDWARF) open(off uint64, lines bool) (*openedUnit, error) {
 	h, err := z.header(off)
 	if err != nil {
 		return nil, err
@@ -206,7 +218,17 @@ func (z *lazyDWARF) open(off uint64) (*openedUnit, error) {
 	// debug/dwarf finds it.
 	want := h.abbrevOff + 16<<10
 	var lineBytes []byte
-	for pass := 0; ; {
+	pass := 0
+	if stmt, known := z.stmt(off); known {
+		if lines && stmt >= 0 {
+			if lineBytes, err = z.lineProgram(uint64(stmt)); err != nil {
+				free()
+				return nil, err
+			}
+		}
+		pass = 1 // the first dwarf.New is the last
+	}
+	for {
 		abbrev, err := z.abbrev.span(h.abbrevOff, want)
 		if err != nil {
 			free()
@@ -245,13 +267,36 @@ func (z *lazyDWARF) open(off uint64) (*openedUnit, error) {
 		}
 		stmt, ok := top.Val(dwarf.AttrStmtList).(int64)
 		if !ok || stmt < 0 {
-			return u, nil // no line table
+			stmt = -1
+		}
+		z.setStmt(off, stmt)
+		if !lines || stmt < 0 {
+			return u, nil // no line table wanted, or none
 		}
 		if lineBytes, err = z.lineProgram(uint64(stmt)); err != nil {
 			free()
 			return nil, err
 		}
 	}
+}
+
+// maxStmts bounds z.stmts; past it the map restarts.
+const maxStmts = 1 << 14
+
+func (z *lazyDWARF) stmt(off uint64) (stmt int64, known bool) {
+	z.stmtMu.Lock()
+	defer z.stmtMu.Unlock()
+	stmt, known = z.stmts[off]
+	return stmt, known
+}
+
+func (z *lazyDWARF) setStmt(off uint64, stmt int64) {
+	z.stmtMu.Lock()
+	defer z.stmtMu.Unlock()
+	if z.stmts == nil || len(z.stmts) >= maxStmts {
+		z.stmts = map[uint64]int64{}
+	}
+	z.stmts[off] = stmt
 }
 
 // lineProgram returns a prefix of .debug_line that holds the line program

@@ -336,3 +336,47 @@ func TestMapUncompressed(t *testing.T) {
 		}
 	}
 }
+
+// TestLazyLinesAfterCallSites: a unit whose call sites were read first
+// (opened without its line program, which leaves the program's offset
+// for the next open) gives the same frames as reading the whole DWARF.
+func TestLazyLinesAfterCallSites(t *testing.T) {
+	_, df, _ := openLibcDebug(t)
+	lazy, err := NewLines(df.File)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lazy.lazy == nil {
+		t.Fatal("NewLines did not index from .debug_aranges")
+	}
+	cs, err := NewCallSitesFromLines(lazy)
+	if err != nil && cs == nil {
+		t.Fatal(err)
+	}
+	whole := legacyLines(t, df.File)
+	pcs := funcPCs(t, df.File, 400)
+	for _, pc := range pcs {
+		cs.At(pc + 1) // the unit holding pc, without lines
+	}
+	lazy.lazy.stmtMu.Lock()
+	known := len(lazy.lazy.stmts)
+	lazy.lazy.stmtMu.Unlock()
+	if known == 0 {
+		t.Fatal("reading call sites left no unit's line program offset")
+	}
+	withLines := 0
+	for _, pc := range pcs {
+		a, errA := lazy.Frames(pc, nil)
+		b, errB := whole.Frames(pc, nil)
+		if (errA == nil) != (errB == nil) || !slices.Equal(a, b) {
+			t.Fatalf("%#x:\n lazy  %+v (%v)\n whole %+v (%v)", pc, a, errA, b, errB)
+		}
+		if len(b) > 0 && b[len(b)-1].Line > 0 {
+			withLines++
+		}
+	}
+	if withLines < len(pcs)/2 {
+		t.Errorf("only %d of %d PCs have lines: the comparison proves little", withLines, len(pcs))
+	}
+	t.Logf("%d PCs, %d with lines, %d units' line programs known from their call sites", len(pcs), withLines, known)
+}

@@ -428,7 +428,7 @@ func (l *Lines) decode(off dwarf.Offset, s *unitSlot) {
 // resolved while the image exists; a reference into another unit opens
 // that one's image for the time of the lookup.
 func (l *Lines) decodeLazy(off dwarf.Offset) *unitInfo {
-	u, err := l.lazy.open(uint64(off))
+	u, err := l.lazy.open(uint64(off), true)
 	if err != nil {
 		return &unitInfo{err: err}
 	}
@@ -452,7 +452,7 @@ func (l *Lines) decodeLazy(off dwarf.Offset) *unitInfo {
 		if err != nil {
 			return nil, 0
 		}
-		o, err := l.lazy.open(start)
+		o, err := l.lazy.open(start, false)
 		if err != nil {
 			return nil, 0
 		}

@@ -1,7 +1,6 @@
 package profile
 
 import (
-	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -39,10 +38,7 @@ func (f Frame) Name() string {
 	if f.Function != "" {
 		return f.Function
 	}
-	if f.Module == "" {
-		return fmt.Sprintf("0x%x", f.PC)
-	}
-	return ModuleBase(f.Module) + "+0x" + strconv.FormatUint(f.Offset, 16)
+	return string(f.appendName(nil))
 }
 
 // Label is the frame's name as a stack listing (stacktop dump, pstack
@@ -53,13 +49,41 @@ func (f Frame) Name() string {
 // symbol before it as a hint, not a name: "libc.so.6+0x64af (after
 // sleep)".
 func (f Frame) Label() string {
+	return string(f.AppendLabel(nil))
+}
+
+// AppendLabel appends Label to b: a dump of a thousand threads writes its
+// frames without a string per frame.
+func (f Frame) AppendLabel(b []byte) []byte {
 	switch {
-	case f.Function == "" && f.After != "":
-		return f.Name() + " (after " + f.After + ")"
-	case f.Function == "" || f.Inlined || f.Function == SignalFrame:
-		return f.Name()
+	case f.Function == "":
+		b = f.appendName(b)
+		if f.After != "" {
+			b = append(b, " (after "...)
+			b = append(b, f.After...)
+			b = append(b, ')')
+		}
+		return b
+	case f.Inlined || f.Function == SignalFrame:
+		return append(b, f.Function...)
 	}
-	return f.Function + "+0x" + strconv.FormatUint(f.Offset, 16)
+	b = append(b, f.Function...)
+	b = append(b, "+0x"...)
+	return strconv.AppendUint(b, f.Offset, 16)
+}
+
+// appendName appends Name to b.
+func (f Frame) appendName(b []byte) []byte {
+	switch {
+	case f.Function != "":
+		return append(b, f.Function...)
+	case f.Module == "":
+		b = append(b, "0x"...)
+		return strconv.AppendUint(b, f.PC, 16)
+	}
+	b = append(b, ModuleBase(f.Module)...)
+	b = append(b, "+0x"...)
+	return strconv.AppendUint(b, f.Offset, 16)
 }
 
 // SignalFrame is the Function of a signal trampoline's frame, as gdb

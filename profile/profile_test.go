@@ -116,12 +116,18 @@ func TestFrameNames(t *testing.T) {
 			SignalFrame, SignalFrame},
 		{Frame{PC: 0x7f1234, Offset: 0x234}, "0x7f1234", "0x7f1234"},
 		{Frame{PC: 0x7f1234, Module: "[vdso]", Offset: 0x234}, "[vdso]+0x234", "[vdso]+0x234"},
+		{Frame{}, "0x0", "0x0"},
+		{Frame{PC: 0x7f1234, After: "jit_stub"}, "0x7f1234", "0x7f1234 (after jit_stub)"},
+		{Frame{PC: 0x7f1234, Function: "g", Inlined: true, Offset: 5}, "g", "g"},
 	} {
 		if got := tc.f.Name(); got != tc.name {
 			t.Errorf("%+v: Name() = %q, want %q", tc.f, got, tc.name)
 		}
 		if got := tc.f.Label(); got != tc.label {
 			t.Errorf("%+v: Label() = %q, want %q", tc.f, got, tc.label)
+		}
+		if got := string(tc.f.AppendLabel([]byte("#0 "))); got != "#0 "+tc.label {
+			t.Errorf("%+v: AppendLabel = %q, want %q", tc.f, got, "#0 "+tc.label)
 		}
 	}
 	if got := ModuleBase(""); got != "??" {

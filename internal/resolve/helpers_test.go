@@ -10,7 +10,7 @@ import (
 	"stacktop/unwind"
 )
 
-func needRoot(t *testing.T) {
+func needRoot(t testing.TB) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("live ptrace tests need root (or CAP_SYS_PTRACE); CI runs them as root")
@@ -25,7 +25,7 @@ type liveTarget struct {
 }
 
 // openTarget attaches to pid and arranges detaching when the test ends.
-func openTarget(t *testing.T, pid int) *liveTarget {
+func openTarget(t testing.TB, pid int) *liveTarget {
 	t.Helper()
 	tr := ptrace.NewTracer()
 	t.Cleanup(tr.Close)
@@ -47,7 +47,7 @@ func openTarget(t *testing.T, pid int) *liveTarget {
 }
 
 // walks samples tids and returns each sampled thread's walk.
-func (lt *liveTarget) walks(t *testing.T, tids []int) (walks [][]unwind.Frame) {
+func (lt *liveTarget) walks(t testing.TB, tids []int) (walks [][]unwind.Frame) {
 	t.Helper()
 	if err := lt.proc.SampleEach(tids, 16<<10, func(i int, s *ptrace.Sample, err error) bool {
 		if err == nil {

@@ -66,6 +66,8 @@ type Resolver struct {
 	// call time.
 	stackOf unwind.StackFinder
 	perfMap perfMap // names of JIT code (anonymous executable memory)
+	// named keeps the frames named so far in this address space.
+	named nameCache
 
 	walker unwind.Walker
 	window unwind.StackWindow
@@ -150,6 +152,7 @@ func (r *Resolver) refresh() error {
 		// so its symbols and unwind tables are there for the unwinder.
 		attachVDSO(space, r.mem)
 		r.space = space
+		r.named.reset() // a PC may be in another module now
 		r.mods = newModuleIndex(space)
 		r.goStacks.update(space)
 	}

@@ -40,13 +40,16 @@ type SymbolOptions struct {
 // ready: the frames then lack file:line and inlined calls that a later
 // call on the same frames will give.
 func (r *Resolver) symbolizeFrames(frames []unwind.Frame, opt SymbolOptions) (out []profile.Frame, pending bool) {
-	s := r.syms
-	out = make([]profile.Frame, 0, len(frames))
+	c := &r.named // the frames and tail calls named before
+	if out, ok := c.stack(frames, opt); ok {
+		return out, false
+	}
+	out = make([]profile.Frame, 0, len(frames)+len(frames)/2)
 	for i, f := range frames {
 		if i > 0 {
-			out = s.appendTailCalls(out, r, frames[i-1], f, opt, &pending) // tailcall.go
+			out = c.appendTailCalls(out, r, frames[i-1], f, opt, &pending) // tailcall.go
 		}
-		out = s.appendFrames(out, r, f, opt, &pending)
+		out = c.appendFrames(out, r, f, opt, &pending)
 	}
 	return out, pending
 }

@@ -37,6 +37,7 @@ func TestTailCallsAsync(t *testing.T) {
 	fresh := func() {
 		target.syms.close()
 		target.syms, target.tails = newSymbolizer(), &tailCalls{}
+		target.named.reset()
 	}
 	fresh()
 	var want [][]profile.Frame
