@@ -89,6 +89,11 @@ const stackRefreshGap = time.Second
 // libraries are opened once). A 32-bit program is the caller's to refuse,
 // with CheckClass, before a back end attaches to it: then nothing needs
 // undoing.
+// SetPACMask sets the pointer-authentication mask stripped from arm64
+// return addresses (Options.PACMask), for a resolver made before the
+// process was attached.
+func (r *Resolver) SetPACMask(mask uint64) { r.pacMask = mask }
+
 func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (*Resolver, error) {
 	r := &Resolver{PID: pid, mem: mem, cache: cache, opts: opts, syms: newSymbolizer(),
 		perfMap: perfMap{pid: pid}, pacMask: opts.PACMask}

@@ -36,15 +36,15 @@ const dumpNice = -10
 // runtime starts later inherit it from the thread that starts them.
 // Without the permission the dump runs as before.
 func ForDump() {
+	// The priority first: GOMAXPROCS stops the world, which waits for
+	// every thread running Go code to get a CPU.
+	if tids, err := procmaps.Threads(os.Getpid()); err == nil {
+		for _, tid := range tids {
+			raise(tid, dumpNice)
+		}
+	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
-	}
-	tids, err := procmaps.Threads(os.Getpid())
-	if err != nil {
-		return
-	}
-	for _, tid := range tids {
-		raise(tid, dumpNice)
 	}
 }
 
