@@ -468,8 +468,12 @@ func (t *Tracer) batchDrainGap() time.Duration {
 }
 
 // batchPollSleep is the pause between two polling rounds that found no
-// stop, when the tracer may not spin (spinPolicy).
-const batchPollSleep = 20 * time.Microsecond
+// stop, when the tracer may not spin (spinPolicy); fifoSpin is how long,
+// under SCHED_FIFO, the tracer polls without a pause first.
+const (
+	batchPollSleep = 20 * time.Microsecond
+	fifoSpin       = 30 * time.Microsecond
+)
 
 // stateCheckGap is how long a thread in flight may go without stopping
 // before /proc is asked whether it sleeps uninterruptibly (no stop comes
@@ -641,6 +645,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	lastDrain := time.Now()
 	gap := t.batchDrainGap()
 	idle := 0
+	var idleFrom time.Time
 	for {
 		found := p.pollFlights(n)
 		if r.carries() && len(b.ready) >= window && len(p.flights) > 0 && r.nextSetFree() {
@@ -698,11 +703,22 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 			continue
 		}
 		p.checkFlights(now)
-		if idle++; t.spin && !rt && idle < 64 {
-			// (Never under SCHED_FIFO: a yield there lets no ordinary
-			// thread run, the thread to stop included.)
+		if idle == 0 {
+			idleFrom = now
+		}
+		idle++
+		switch {
+		case t.realtime && now.Sub(idleFrom) < fifoSpin:
+			// Poll on for a moment: a thread running on another CPU
+			// stops within microseconds of its interrupt, and a sleep
+			// costs this VM tens of µs to wake from (a quiet machine's
+			// record paused each thread 64 µs instead of 20). No yield:
+			// under SCHED_FIFO it lets no ordinary thread run, the
+			// thread to stop included; the bound is what a thread woken
+			// on this CPU waits at most for it.
+		case t.spin && !t.realtime && idle < 64:
 			unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
-		} else {
+		default:
 			// Raw: through the Go scheduler, a sleep longer than sysmon's
 			// 20 µs hands this thread's P to another goroutine, and with
 			// one P (record, top) the tracer then waits for it after
