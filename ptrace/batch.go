@@ -831,14 +831,32 @@ func (b *batchSlots) prepare(slots, n int, o BatchOptions) {
 	}
 	for i, s := range b.slots[:slots] {
 		if cap(b.bufs[i]) != n {
-			b.bufs[i] = make([]byte, n)
+			b.bufs[i] = touched(make([]byte, n))
 		}
 		s.Stack = b.bufs[i] // a copy cut from the arena is given back here
 	}
 	b.windowAt, b.maxWindow = o.WindowAt, max(o.MaxWindow, n)
 	if b.windowAt != nil && len(b.arena) < b.maxWindow {
-		b.arena = make([]byte, b.maxWindow)
+		b.arena = touched(make([]byte, b.maxWindow))
 	}
+	if cap(b.ready) < slots {
+		b.ready = make([]readySample, 0, slots) // (no growing during stops)
+	}
+}
+
+// touched writes to every page of buf and returns it. Memory fresh from
+// the kernel is mapped at its first write: process_vm_readv copying into
+// such a page faults in the tracer's own address space, and the fault
+// waits for its mmap lock, which the Go runtime holds while it maps more
+// heap for another goroutine. A dump's thread waited so, stopped, for
+// 1-3 ms (kernel stacks: copy_page_to_iter, exc_page_fault,
+// rwsem_down_read_slowpath); buffers touched before any stop do not
+// fault.
+func touched(buf []byte) []byte {
+	for i := 0; i < len(buf); i += 4096 {
+		buf[i] = 0
+	}
+	return buf
 }
 
 func (b *batchSlots) take() *Sample {
