@@ -120,14 +120,7 @@ func TestWriteJSONMatchesEncoding(t *testing.T) {
 		if err := writeJSONEncoding(&want, r); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			g, w := got.Bytes(), want.Bytes()
-			n := 0
-			for n < len(g) && n < len(w) && g[n] == w[n] {
-				n++
-			}
-			t.Errorf("case %d: output differs at byte %d:\ngot  %q\nwant %q", i, n, g[max(0, n-80):min(len(g), n+80)], w[max(0, n-80):min(len(w), n+80)])
-		}
+		checkSameBytes(t, i, got.Bytes(), want.Bytes())
 		if !json.Valid(got.Bytes()) {
 			t.Errorf("case %d: not valid JSON", i)
 		}

@@ -124,14 +124,7 @@ func TestWriteTextMatchesFmt(t *testing.T) {
 		if err := writeTextFmt(&want, r); err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(got.Bytes(), want.Bytes()) {
-			g, w := got.Bytes(), want.Bytes()
-			n := 0
-			for n < len(g) && n < len(w) && g[n] == w[n] {
-				n++
-			}
-			t.Errorf("case %d: output differs at byte %d:\ngot  %q\nwant %q", i, n, g[max(0, n-80):min(len(g), n+80)], w[max(0, n-80):min(len(w), n+80)])
-		}
+		checkSameBytes(t, i, got.Bytes(), want.Bytes())
 	}
 }
 
@@ -299,4 +292,18 @@ func BenchmarkWriteJSON(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// checkSameBytes fails case i if got and want differ, showing both around
+// the first byte that differs.
+func checkSameBytes(t *testing.T, i int, got, want []byte) {
+	t.Helper()
+	if bytes.Equal(got, want) {
+		return
+	}
+	n := 0
+	for n < len(got) && n < len(want) && got[n] == want[n] {
+		n++
+	}
+	t.Errorf("case %d: output differs at byte %d:\ngot  %q\nwant %q", i, n, got[max(0, n-80):min(len(got), n+80)], want[max(0, n-80):min(len(want), n+80)])
 }
