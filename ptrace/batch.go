@@ -5,6 +5,7 @@ package ptrace
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -475,6 +476,11 @@ const (
 	fifoSpin       = 30 * time.Microsecond
 )
 
+// multiCPU: the tracer may spin under SCHED_FIFO only where the thread it
+// waits for can run on another CPU (runtime.NumCPU counts the CPUs this
+// process may use).
+var multiCPU = runtime.NumCPU() > 1
+
 // stateCheckGap is how long a thread in flight may go without stopping
 // before /proc is asked whether it sleeps uninterruptibly (no stop comes
 // until the sleep ends) or is a main thread gone zombie (none ever comes).
@@ -708,7 +714,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 		}
 		idle++
 		switch {
-		case t.realtime && !r.carries() && now.Sub(idleFrom) < fifoSpin:
+		case t.realtime && !t.realtimeDenied && multiCPU && !r.carries() && now.Sub(idleFrom) < fifoSpin:
 			// Poll on for a moment: a thread running on another CPU
 			// stops within microseconds of its interrupt, and a sleep
 			// costs this VM tens of µs to wake from (a quiet machine's
@@ -839,8 +845,11 @@ func (b *batchSlots) prepare(slots, n int, o BatchOptions) {
 	if b.windowAt != nil && len(b.arena) < b.maxWindow {
 		b.arena = touched(make([]byte, b.maxWindow))
 	}
-	if cap(b.ready) < slots {
-		b.ready = make([]readySample, 0, slots) // (no growing during stops)
+	if cap(b.ready) < slots { // (nothing grows during stops)
+		b.ready = make([]readySample, 0, slots)
+	}
+	if cap(b.free) < slots {
+		b.free = make([]*Sample, 0, slots)
 	}
 }
 

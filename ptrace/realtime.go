@@ -27,10 +27,12 @@ import (
 // lowest real-time priority, and goes back to its normal policy (and its
 // nice value) when the window ends. Between windows it is an ordinary
 // thread. What it takes from other threads is the CPU time a sample
-// costs anyway, only sooner; it never spins under SCHED_FIFO (a window
-// that waits for stops sleeps between polls, so the threads it waits for
-// get the CPU), and the kernel's real-time throttling bounds it in any
-// case. SCHED_RESET_ON_FORK keeps the policy from any thread it might
+// costs anyway, only sooner. Under SCHED_FIFO it never yields in a loop
+// and spins at most fifoSpin (30 µs, record and top only, and only with
+// another CPU to run the thread it waits for) before it sleeps between
+// polls, so the threads it waits for get the CPU; the kernel's real-time
+// throttling bounds it in any case. A dump's trip (slide) stays under it
+// from window to window and leaves it while it waits for the caller. SCHED_RESET_ON_FORK keeps the policy from any thread it might
 // create. DisableRealtime turns this off for the whole program.
 //
 // Go's runtime can still take the tracer's goroutine off its thread

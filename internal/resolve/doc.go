@@ -40,8 +40,8 @@
 // Names are kept per unwound frame (its PC, method and exactness) and per
 // callee and caller for tail calls (namecache.go): a thousand threads
 // blocked in the same call are named once. The cache is dropped whenever
-// the address space is read again changed, and keeps no answer given
-// while lines were pending.
+// the address space, read again, has changed (and on Reload), and keeps
+// no answer given while lines were pending.
 //
 // Go: a thread on its system stack inside runtime.systemstack goes on to
 // its goroutine's frames (gostack.go, gort/, method "gostack"). The

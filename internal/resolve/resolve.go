@@ -89,11 +89,6 @@ const stackRefreshGap = time.Second
 // libraries are opened once). A 32-bit program is the caller's to refuse,
 // with CheckClass, before a back end attaches to it: then nothing needs
 // undoing.
-// SetPACMask sets the pointer-authentication mask stripped from arm64
-// return addresses (Options.PACMask), for a resolver made before the
-// process was attached.
-func (r *Resolver) SetPACMask(mask uint64) { r.pacMask = mask }
-
 func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (*Resolver, error) {
 	r := &Resolver{PID: pid, mem: mem, cache: cache, opts: opts, syms: newSymbolizer(),
 		perfMap: perfMap{pid: pid}, pacMask: opts.PACMask}
@@ -117,6 +112,11 @@ func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (
 	}
 	return r, nil
 }
+
+// SetPACMask sets the pointer-authentication mask stripped from arm64
+// return addresses (Options.PACMask), for a resolver made before the
+// process was attached.
+func (r *Resolver) SetPACMask(mask uint64) { r.pacMask = mask }
 
 // arch is the target's architecture, from its objects' ELF headers (all
 // objects of one process share it), so an s390x snapshot unwinds the
@@ -169,6 +169,7 @@ func (r *Resolver) refresh() error {
 // the old image is stale.
 func (r *Resolver) Reload() error {
 	r.space = nil
+	r.named.reset()                 // even if the new image cannot be read
 	r.perfMap = perfMap{pid: r.PID} // the new program writes its own
 	if err := r.refresh(); err != nil {
 		return err
