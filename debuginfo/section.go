@@ -46,6 +46,7 @@ type lazySection struct {
 	entry     *sectionCache
 	cacheRead bool
 	cachedLen int           // how much of buf the cache holds
+	storedLen int           // how much the cache file holds (saveCache stores only more)
 	cached    *cachedPrefix // the cache file's prefix; kept while s lives
 	mapped    bool          // buf is cached.data
 }
@@ -118,7 +119,7 @@ func (s *lazySection) fromCache() {
 	}
 	if c := s.entry.load(); c != nil {
 		s.cached, s.mapped = c, true
-		s.buf, s.cachedLen = c.data, len(c.data)
+		s.buf, s.cachedLen, s.storedLen = c.data, len(c.data), len(c.data)
 		s.done = uint64(len(c.data)) == s.sec.Size
 	}
 }
@@ -139,13 +140,13 @@ func (s *lazySection) checkLocked(off, end uint64) ([]byte, error) {
 func (s *lazySection) saveCache() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.entry == nil || len(s.buf) <= s.cachedLen {
+	if s.entry == nil || len(s.buf) <= max(s.cachedLen, s.storedLen) {
 		return nil
 	}
 	if err := s.entry.store(s.buf); err != nil {
 		return err
 	}
-	s.cachedLen = len(s.buf)
+	s.cachedLen, s.storedLen = len(s.buf), len(s.buf)
 	return nil
 }
 
@@ -178,7 +179,9 @@ func (s *lazySection) prefixLocked(n uint64) ([]byte, error) {
 		// A stream decodes from its start only: what the cache held is
 		// decompressed again (and the longer prefix cached later).
 		s.r = s.sec.Open()
-		s.buf, s.mapped = nil, false
+		// The cache no longer backs buf (cachedLen), and its bytes were
+		// never checked: none of them is believed.
+		s.buf, s.mapped, s.cachedLen = nil, false, 0
 		if size := s.sec.Size; size > 0 {
 			s.buf = make([]byte, 0, min(size, maxPrealloc))
 		}
