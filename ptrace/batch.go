@@ -590,7 +590,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	}
 	slots = min(slots, max(len(tids)-r.next+len(p.flights), 1))
 	b.prepare(slots, n, o)
-	if r.carries() && r.window == 1 {
+	if r.carries() && r.window == 1 && len(tids) > slots {
 		// Threads in flight stop into the next window's slots: they
 		// must be there before any stop, like this window's. (Only now:
 		// later, the caller reads the other set's samples. Slots never
@@ -843,7 +843,10 @@ func (b *batchSlots) prepare(slots, n int, o BatchOptions) {
 	}
 	b.windowAt, b.maxWindow = o.WindowAt, max(o.MaxWindow, n)
 	if b.windowAt != nil && len(b.arena) < b.maxWindow {
-		b.arena = touched(make([]byte, b.maxWindow))
+		// Not touched: only a copy larger than its slot (a main
+		// thread's deep stack) is cut from it, and touching a MiB
+		// costs a 1-thread dump a millisecond.
+		b.arena = make([]byte, b.maxWindow)
 	}
 	if cap(b.ready) < slots { // (nothing grows during stops)
 		b.ready = make([]readySample, 0, slots)
@@ -853,7 +856,8 @@ func (b *batchSlots) prepare(slots, n int, o BatchOptions) {
 	}
 }
 
-// touched writes to every page of buf and returns it. Memory fresh from
+// touched writes to every page of buf and returns it (the slots' buffers,
+// which every sample writes to). Memory fresh from
 // the kernel is mapped at its first write: process_vm_readv copying into
 // such a page faults in the tracer's own address space, and the fault
 // waits for its mmap lock, which the Go runtime holds while it maps more
