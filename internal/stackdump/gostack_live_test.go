@@ -238,7 +238,13 @@ func TestGoMcallNoDWARF(t *testing.T) {
 				t.Fatalf("notes %q, want one about the missing DWARF; summary:\n%s", res.Notes, summary.String())
 			}
 			n := res.Notes[0]
-			for _, want := range []string{"1 stack ends", "runtime.mcall", "goprog-nodwarf has no DWARF", "-ldflags=-w", "rebuild"} {
+			// At least the blocked goroutine's thread; another may be
+			// caught in a switch too (a spinning goroutine preempted on
+			// a loaded machine: CI saw "2 stacks end").
+			if !regexp.MustCompile(`\b(1 stack ends|[1-9][0-9]* stacks end)\b`).MatchString(n) {
+				t.Errorf("note %q does not count the stacks that end at a switch", n)
+			}
+			for _, want := range []string{"runtime.mcall", "goprog-nodwarf has no DWARF", "-ldflags=-w", "rebuild"} {
 				if !strings.Contains(n, want) {
 					t.Errorf("note %q does not say %q", n, want)
 				}
