@@ -75,7 +75,7 @@ func textCases() []*Result {
 	frames := []profile.Frame{
 		{PC: 0x7fad4435bf16, Function: "__futex_abstimed_wait_common64", Module: "/usr/lib/x86_64-linux-gnu/libc.so.6", Method: "regs", Inlined: true, File: "nptl/futex-internal.c", Line: 57},
 		{PC: 0x7fad4435bf16, Function: "__futex_abstimed_wait_common", Offset: 0xc6, Module: "/usr/lib/x86_64-linux-gnu/libc.so.6", Method: "regs", File: "nptl/futex-internal.c", Line: 87},
-		{PC: 0x55d0d2c7f76c, Function: "recurse_step", Offset: 0xc, Module: "/tmp/x/chains-sframe3", Method: "sframe"},
+		{PC: 0x55d0d2c7f76c, Function: "recurse_step", Offset: 0xc, Module: "/opt/app/chains-sframe3", Method: "sframe"},
 		{PC: 0x7f00000064af, Module: "/lib/libc.so.6", Offset: 0x64af, After: "sleep", Method: "fp"},
 		{PC: 0x7f00000064af, Module: "/lib/libc.so.6", Offset: 0x64af, Method: "cfi"},
 		{PC: 0x7fff12345678, Function: profile.SignalFrame, Module: "[vdso]", Method: "cfi"},
