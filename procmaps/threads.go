@@ -67,32 +67,11 @@ const maxStatFields = 40
 // a thread can name itself "a) (b" and only the fields after comm are
 // guaranteed free of parentheses.
 func ParseStat(b []byte) (Stat, error) {
-	var s Stat
-	s.Processor = -1
 	b = bytes.TrimRight(b, "\n")
-	open := bytes.IndexByte(b, '(')
-	if open < 0 {
-		return s, &StatError{Field: 2, Off: 0, Msg: "missing '(' before comm"}
+	s, rest, off, err := parseStatHead(b)
+	if err != nil {
+		return s, err
 	}
-	closing := bytes.LastIndexByte(b, ')')
-	if closing < open {
-		return s, &StatError{Field: 2, Off: open, Msg: "missing ')' after comm"}
-	}
-	pidField := bytes.TrimRight(b[:open], " ")
-	pid, err := strconv.Atoi(string(pidField))
-	if err != nil || pid < 0 || len(pidField) == 0 || pidField[0] == '+' || pidField[0] == '-' {
-		return s, &StatError{Field: 1, Off: 0, Msg: fmt.Sprintf("bad pid %q", pidField)}
-	}
-	s.PID = pid
-	s.Comm = string(b[open+1 : closing])
-
-	// Fields 3.. are single-space separated after ") ".
-	rest := b[closing+1:]
-	off := closing + 1
-	if len(rest) < 2 || rest[0] != ' ' {
-		return s, &StatError{Field: 3, Off: off, Msg: "missing fields after comm"}
-	}
-	rest, off = rest[1:], off+1
 	// fields[i] is proc(5) field number i+3, at offs[i]; nFields counts
 	// them all, the first maxStatFields are kept, in arrays on the stack:
 	// a dump reads one stat file per thread, and bytes.Split's slices
@@ -115,10 +94,47 @@ func ParseStat(b []byte) (Stat, error) {
 		}
 		rest, o = rest[i+1:], o+i+1
 	}
+	return statFields(s, fields[:min(nFields, maxStatFields)], offs[:], nFields, len(b))
+}
+
+// parseStatHead parses the pid and comm of a stat line (no trailing
+// newline) into s, and returns
+// the rest of the line (the fields from state on, single-space
+// separated) and its offset in b.
+func parseStatHead(b []byte) (s Stat, rest []byte, off int, err error) {
+	s.Processor = -1
+	open := bytes.IndexByte(b, '(')
+	if open < 0 {
+		return s, nil, 0, &StatError{Field: 2, Off: 0, Msg: "missing '(' before comm"}
+	}
+	closing := bytes.LastIndexByte(b, ')')
+	if closing < open {
+		return s, nil, 0, &StatError{Field: 2, Off: open, Msg: "missing ')' after comm"}
+	}
+	pidField := bytes.TrimRight(b[:open], " ")
+	pid, perr := strconv.Atoi(string(pidField))
+	if perr != nil || pid < 0 || len(pidField) == 0 || pidField[0] == '+' || pidField[0] == '-' {
+		return s, nil, 0, &StatError{Field: 1, Off: 0, Msg: fmt.Sprintf("bad pid %q", pidField)}
+	}
+	s.PID = pid
+	s.Comm = string(b[open+1 : closing])
+
+	// Fields 3.. are single-space separated after ") ".
+	rest, off = b[closing+1:], closing+1
+	if len(rest) < 2 || rest[0] != ' ' {
+		return s, nil, 0, &StatError{Field: 3, Off: off, Msg: "missing fields after comm"}
+	}
+	return s, rest[1:], off + 1, nil
+}
+
+// statFields decodes the fields after comm into s: fields[i] is proc(5)
+// field i+3, at offs[i] of the line; nFields counts every field, kept or
+// not; lineLen is the line's length, for the offset of a missing field.
+func statFields(s Stat, fields [][]byte, offs []int, nFields, lineLen int) (Stat, error) {
 	field := func(n int) ([]byte, int) { return fields[n-3], offs[n-3] }
 	const minFields = 22 // up to starttime
 	if nFields+2 < minFields {
-		return s, &StatError{Field: nFields + 3, Off: len(b), Msg: fmt.Sprintf("only %d fields, want at least %d", nFields+2, minFields)}
+		return s, &StatError{Field: nFields + 3, Off: lineLen, Msg: fmt.Sprintf("only %d fields, want at least %d", nFields+2, minFields)}
 	}
 	st, o := field(3)
 	if len(st) != 1 || st[0] < 'A' || st[0] > 'z' {

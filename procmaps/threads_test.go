@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -381,93 +380,20 @@ func FuzzParseStatus(f *testing.F) {
 	})
 }
 
-// parseStatSplit is ParseStat as it was with bytes.Split: the reference
-// the fuzz target checks the allocation-free split against.
+// parseStatSplit is ParseStat splitting its fields with bytes.Split, as
+// it did before: the reference the fuzz target checks the allocation-free
+// split against (the decoding of the fields is shared).
 func parseStatSplit(b []byte) (Stat, error) {
-	var s Stat
-	s.Processor = -1
 	b = bytes.TrimRight(b, "\n")
-	open := bytes.IndexByte(b, '(')
-	if open < 0 {
-		return s, &StatError{Field: 2, Off: 0, Msg: "missing '(' before comm"}
+	s, rest, off, err := parseStatHead(b)
+	if err != nil {
+		return s, err
 	}
-	closing := bytes.LastIndexByte(b, ')')
-	if closing < open {
-		return s, &StatError{Field: 2, Off: open, Msg: "missing ')' after comm"}
-	}
-	pidField := bytes.TrimRight(b[:open], " ")
-	pid, err := strconv.Atoi(string(pidField))
-	if err != nil || pid < 0 || len(pidField) == 0 || pidField[0] == '+' || pidField[0] == '-' {
-		return s, &StatError{Field: 1, Off: 0, Msg: fmt.Sprintf("bad pid %q", pidField)}
-	}
-	s.PID = pid
-	s.Comm = string(b[open+1 : closing])
-
-	// Fields 3.. are single-space separated after ") ".
-	rest := b[closing+1:]
-	off := closing + 1
-	if len(rest) < 2 || rest[0] != ' ' {
-		return s, &StatError{Field: 3, Off: off, Msg: "missing fields after comm"}
-	}
-	rest, off = rest[1:], off+1
 	fields := bytes.Split(rest, []byte{' '})
 	offs := make([]int, len(fields))
 	for i, o := 0, off; i < len(fields); i++ {
 		offs[i] = o
 		o += len(fields[i]) + 1
 	}
-	// fields[i] is proc(5) field number i+3.
-	field := func(n int) ([]byte, int) { return fields[n-3], offs[n-3] }
-	const minFields = 22 // up to starttime
-	if len(fields)+2 < minFields {
-		return s, &StatError{Field: len(fields) + 3, Off: len(b), Msg: fmt.Sprintf("only %d fields, want at least %d", len(fields)+2, minFields)}
-	}
-	st, o := field(3)
-	if len(st) != 1 || st[0] < 'A' || st[0] > 'z' {
-		return s, &StatError{Field: 3, Off: o, Msg: fmt.Sprintf("bad state %q", st)}
-	}
-	s.State = st[0]
-	num := func(n int, signed bool) (int64, uint64, error) {
-		f, o := field(n)
-		if signed {
-			v, err := strconv.ParseInt(string(f), 10, 64)
-			if err != nil || len(f) == 0 || f[0] == '+' {
-				return 0, 0, &StatError{Field: n, Off: o, Msg: fmt.Sprintf("bad number %q", f)}
-			}
-			return v, 0, nil
-		}
-		v, err := strconv.ParseUint(string(f), 10, 64)
-		if err != nil || len(f) == 0 || f[0] == '+' {
-			return 0, 0, &StatError{Field: n, Off: o, Msg: fmt.Sprintf("bad number %q", f)}
-		}
-		return 0, v, nil
-	}
-	ppid, _, err := num(4, true)
-	if err != nil {
-		return s, err
-	}
-	s.PPID = int(ppid)
-	if _, s.Flags, err = num(9, false); err != nil {
-		return s, err
-	}
-	if _, s.UTime, err = num(14, false); err != nil {
-		return s, err
-	}
-	if _, s.STime, err = num(15, false); err != nil {
-		return s, err
-	}
-	if s.NumThreads, _, err = num(20, true); err != nil {
-		return s, err
-	}
-	if _, s.StartTime, err = num(22, false); err != nil {
-		return s, err
-	}
-	if len(fields)+2 >= 39 {
-		p, _, err := num(39, true)
-		if err != nil {
-			return s, err
-		}
-		s.Processor = int(p)
-	}
-	return s, nil
+	return statFields(s, fields, offs, len(fields), len(b))
 }
