@@ -22,10 +22,7 @@ import (
 // at its normal policy afterwards.
 func TestSlideBatch(t *testing.T) {
 	const n = 300
-	tg := startTarget(t, "many", fmt.Sprint(n), "2")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	tg, tr, p := manyThreads(t, fmt.Sprint(n), "2")
 	carried, rtWindows := tr.batch.carried, tr.realtimeWindows
 	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 4096, Release: true, Overlap: true})
 	if len(tids) != n+1 {
@@ -79,10 +76,7 @@ func tracerPolicy(t *testing.T, tr *Tracer) int {
 // stop in three polls in a row (10 ms and more).
 func TestSlideSlowCaller(t *testing.T) {
 	const n = 200
-	tg := startTarget(t, "many", fmt.Sprint(n), "2")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	tg, _, p := manyThreads(t, fmt.Sprint(n), "2")
 	first := true
 	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
 		func(i int, s *Sample, err error) bool {
@@ -114,10 +108,7 @@ func TestSlideSlowCaller(t *testing.T) {
 // and running, and Detach then leaves the process untraced.
 func TestSlideEndsEarly(t *testing.T) {
 	const n = 200
-	tg := startTarget(t, "many", fmt.Sprint(n), "2")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	tg, _, p := manyThreads(t, fmt.Sprint(n), "2")
 	calls := 0
 	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
 		func(i int, s *Sample, err error) bool {
@@ -144,10 +135,7 @@ func TestSlideEndsEarly(t *testing.T) {
 func TestDisableRealtime(t *testing.T) {
 	DisableRealtime()
 	defer realtimeOff.Store(false)
-	tg := startTarget(t, "many", "20", "1")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	_, tr, p := manyThreads(t, "20", "1")
 	before := tr.realtimeWindows
 	batchAll(t, p, BatchOptions{StackWindow: 4096, Overlap: true})
 	if k := tr.realtimeWindows - before; k != 0 {
@@ -163,10 +151,7 @@ func TestDisableRealtime(t *testing.T) {
 // WindowAt asked for (a slot set prepared again under the caller gave
 // most samples the slot's whole, stale buffer).
 func TestSlideSamplesIntact(t *testing.T) {
-	tg := startTarget(t, "many", "200", "2")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	tg, _, p := manyThreads(t, "200", "2")
 	bad, calls := 0, 0
 	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, MaxWindow: 4096,
 		WindowAt: func(int, *regs.Set) int { return 256 }, Release: true, Overlap: true},
@@ -208,10 +193,7 @@ func runBounded(t *testing.T, fn func()) (panicked any) {
 // A panic on the tracer thread (here in WindowAt) reaches the caller of a
 // sliding batch, and no thread stays stopped or traced after Detach.
 func TestSlideTracerPanic(t *testing.T) {
-	tg := startTarget(t, "many", "50", "1")
-	tr := NewTracer()
-	defer tr.Close()
-	p := attach(t, tr, tg.pid)
+	tg, _, p := manyThreads(t, "50", "1")
 	got := runBounded(t, func() {
 		p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Overlap: true,
 			WindowAt: func(int, *regs.Set) int { panic("boom") }},
@@ -220,11 +202,7 @@ func TestSlideTracerPanic(t *testing.T) {
 	if got != "boom" {
 		t.Errorf("SampleBatch's panic: %v, want boom", got)
 	}
-	waitNoneStopped(t, tg.pid)
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
+	detachUntraced(t, p, tg.pid)
 }
 
 // A sliding batch on a closed Tracer returns ErrTracerClosed.
@@ -243,4 +221,25 @@ func TestSlideTracerClosed(t *testing.T) {
 		t.Errorf("SampleBatch on a closed Tracer: %v, want ErrTracerClosed", err)
 	}
 	checkUntraced(t, tg.pid)
+}
+
+// manyThreads starts the "many" target (n threads, spinners of them
+// spinning) and attaches a Tracer, closed when the test ends.
+func manyThreads(t *testing.T, n, spinners string) (*target, *Tracer, *Process) {
+	t.Helper()
+	tg := startTarget(t, "many", n, spinners)
+	tr := NewTracer()
+	t.Cleanup(tr.Close)
+	return tg, tr, attach(t, tr, tg.pid)
+}
+
+// detachUntraced checks that no thread of pid is left in a ptrace stop,
+// detaches p, and checks that the process is untraced.
+func detachUntraced(t *testing.T, p *Process, pid int) {
+	t.Helper()
+	waitNoneStopped(t, pid)
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, pid)
 }
