@@ -100,6 +100,17 @@ func RootDir(pid int) string { return procPath(pid, "root") }
 // without needing CAP_DAC_READ_SEARCH.
 func FDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
+// ExecutableID returns the device and inode of the file the process runs
+// (/proc/PID/exe, followed), to tell its executable's mappings from its
+// libraries'.
+func ExecutableID(pid int) (dev, ino uint64, err error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(procPath(pid, "exe"), &st); err != nil {
+		return 0, 0, err
+	}
+	return uint64(st.Dev), st.Ino, nil
+}
+
 // StatOwner returns the owner of /proc/PID/stat. The kernel makes a
 // non-dumpable process's /proc files root's, whatever its own UID.
 func StatOwner(pid int) (uid int, err error) {

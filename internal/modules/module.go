@@ -79,6 +79,10 @@ func (l *LazyCFI) Lookup(pc uint64) (cfi.Row, error) {
 	return l.tab.Lookup(pc)
 }
 
+// Load builds the table now, if not yet built: a lookup then finds it
+// ready (a prefetch, on a goroutine of its own).
+func (l *LazyCFI) Load() { l.Lookup(0) }
+
 // Err says why the module has no CFI table (nil before the first lookup,
 // or when it has one).
 func (l *LazyCFI) Err() error { return l.err }

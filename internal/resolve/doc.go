@@ -37,6 +37,14 @@
 // once Readiness says something loaded, so that file:line and inlined
 // frames do not depend on when a stack was sampled.
 //
+// Loading: a module's symbol table, line tables, call sites and function
+// names each load once, on goroutines of their own where nothing waits for
+// them yet, and side by side (the line tables and names need only the
+// debug file, not the symbol table): PrefetchLines starts them for the
+// modules of a walk, PrefetchCommon for the program and its C library
+// before any walk, and naming waits only for what a frame needs. Close
+// waits for loads under way before it closes the debug files they read.
+//
 // Names are kept per unwound frame (its PC, method and exactness) and per
 // callee and caller for tail calls (namecache.go): a thousand threads
 // blocked in the same call are named once. The cache is dropped whenever

@@ -1,29 +1,68 @@
 package resolve
 
-import "stacktop/unwind"
+import (
+	"path/filepath"
+	"slices"
+	"strings"
 
-// PrefetchLines starts loading the line tables of the modules frames are
-// in, each on a goroutine of its own (as Name would on first use), and
-// returns without waiting for them. A dump walks each thread as it samples
-// it and names the frames only once every thread was sampled: prefetched,
-// the tables load during the sampling instead of after it. The symbol
-// table of a module not seen before is read here, as Name would read it.
-// Nothing with NoLines.
+	"stacktop/internal/modules"
+	"stacktop/procmaps"
+	"stacktop/unwind"
+)
+
+// PrefetchLines starts loading the symbol and line tables of the modules
+// frames are in, each module on goroutines of its own (as Name would on
+// first use), and returns without waiting for them. A dump walks each
+// thread as it samples it and names the frames only once every thread was
+// sampled: prefetched, the tables load during the sampling instead of
+// after it, and never hold up the walks. With NoLines, the symbols only.
 func (r *Resolver) PrefetchLines(frames []unwind.Frame) {
-	if r.opts.Symbols.NoLines {
-		return
-	}
-	var last *moduleSymbols
+	var last *modules.Module
 	for _, f := range frames {
 		em, ok := r.space.Find(f.PC)
 		if !ok || em.Module == nil {
 			continue
 		}
-		ms := r.syms.module(r, em.Module)
-		if ms == last {
+		if em.Module == last {
 			continue
 		}
-		last = ms
-		ms.startLines(em.Module, r.opts.Symbols.CacheDir)
+		last = em.Module
+		r.syms.prefetch(r, em.Module, !r.opts.Symbols.NoLines)
 	}
+}
+
+// PrefetchCommon starts loading, in the background, what nearly every
+// native stack needs: the CFI, symbol and line tables of the program's
+// executable and of its C library (the outermost frames of every thread:
+// _start and main, or start_thread and clone). A dump calls it while it
+// attaches, before it has any stack to go by, so that the first walk and
+// the naming do not wait for them; a module it guessed wrong costs only
+// the time to load it. Nothing is loaded twice: walks and naming use what
+// it loaded, or wait for a load under way.
+func (r *Resolver) PrefetchCommon() {
+	dev, ino, err := procmaps.ExecutableID(r.PID)
+	seen := map[*modules.Module]bool{}
+	for i := range r.space.Exec {
+		m := r.space.Exec[i].Module
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		exe := err == nil && m.Key.Dev == dev && m.Key.Ino == ino
+		if !exe && !isCLibrary(m.Path) {
+			continue
+		}
+		r.syms.prefetch(r, m, !r.opts.Symbols.NoLines)
+		if m.SFrame == nil && slices.Contains(r.Unwinders(), unwind.MethodCFI) {
+			go m.CFI().Load()
+		}
+	}
+}
+
+// isCLibrary reports whether path names a C library: glibc's libc.so.6
+// (or an old libc-2.NN.so), or musl's, which is also its dynamic linker.
+func isCLibrary(path string) bool {
+	base := filepath.Base(path)
+	return strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-") ||
+		strings.HasPrefix(base, "ld-musl-") || strings.HasPrefix(base, "libc.musl-")
 }

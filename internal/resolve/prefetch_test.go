@@ -1,15 +1,17 @@
 package resolve
 
 import (
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"stacktop/internal/targets"
 )
 
-// TestPrefetchLines: prefetching a walk's frames loads the line tables of
-// the modules they are in without any naming (the symbolizer reports them
-// ready), and does nothing with NoLines.
+// TestPrefetchLines: prefetching a walk's frames loads the symbol and line
+// tables of the modules they are in without any naming (the symbolizer
+// reports them ready); with NoLines, the symbol tables only.
 func TestPrefetchLines(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "chains-sframe3")
@@ -22,7 +24,7 @@ func TestPrefetchLines(t *testing.T) {
 		target.syms.mu.Lock()
 		defer target.syms.mu.Unlock()
 		for _, ms := range target.syms.mods {
-			if ms.linesDone != nil {
+			if ms.linesStarted.Load() {
 				n++
 			}
 		}
@@ -37,10 +39,22 @@ func TestPrefetchLines(t *testing.T) {
 	if n := started(); n != 0 {
 		t.Errorf("with NoLines, line tables of %d modules started loading", n)
 	}
+	target.syms.mu.Lock()
+	mods := len(target.syms.mods)
+	target.syms.mu.Unlock()
+	if mods < 2 {
+		t.Errorf("with NoLines, symbols of %d modules prefetched, want the program's and libc's", mods)
+	}
 	target.opts.Symbols.NoLines = false
 	for _, w := range walks {
 		target.PrefetchLines(w)
 	}
+	// A load still under way starts the lines when it ends.
+	target.syms.mu.Lock()
+	for _, ms := range target.syms.mods {
+		<-ms.loaded
+	}
+	target.syms.mu.Unlock()
 	if n := started(); n < 2 {
 		t.Fatalf("line tables of %d modules started loading, want the program's and libc's", n)
 	}
@@ -50,5 +64,58 @@ func TestPrefetchLines(t *testing.T) {
 			t.Fatalf("line tables not ready 20 s after the prefetch (readiness %d)", target.syms.readiness())
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPrefetchCommon: before any walk, the program's and libc's symbol,
+// line and CFI tables start loading, and no other module's.
+func TestPrefetchCommon(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "chains-sframe3")
+	target := openTarget(t, tg.PID())
+	target.syms.close()
+	target.syms = newSymbolizer()
+	target.PrefetchCommon()
+	target.syms.mu.Lock()
+	var names []string
+	var loads []*moduleSymbols
+	for m, ms := range target.syms.mods {
+		names = append(names, filepath.Base(m.Path))
+		loads = append(loads, ms)
+	}
+	target.syms.mu.Unlock()
+	slices.Sort(names)
+	if len(names) != 2 || names[0] != "chains-sframe3" || !isCLibrary(names[1]) {
+		t.Fatalf("prefetched %q, want the program and libc", names)
+	}
+	for i, ms := range loads {
+		select {
+		case <-ms.loaded:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("%s: symbols not loaded 20 s after the prefetch", names[i])
+		}
+		if ms.table == nil || ms.table.Len() == 0 {
+			t.Errorf("%s: no symbol table", names[i])
+		}
+		if !ms.linesStarted.Load() {
+			t.Errorf("%s: line tables not started", names[i])
+		}
+	}
+}
+
+func TestIsCLibrary(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/usr/lib/x86_64-linux-gnu/libc.so.6": true,
+		"/lib/libc-2.31.so":                   true,
+		"/lib/ld-musl-x86_64.so.1":            true,
+		"/usr/lib/libc.musl-x86_64.so.1":      true,
+		"/usr/lib/x86_64-linux-gnu/libcap.so": false,
+		"/usr/lib/libcrypto.so.3":             false,
+		"/usr/bin/libc":                       false,
+		"/lib64/ld-linux-x86-64.so.2":         false,
+	} {
+		if got := isCLibrary(path); got != want {
+			t.Errorf("isCLibrary(%q) = %v, want %v", path, got, want)
+		}
 	}
 }

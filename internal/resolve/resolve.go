@@ -133,6 +133,9 @@ func (r *Resolver) arch() regs.Arch {
 // Close saves what this run added to the DWARF cache and releases the
 // debug files. It is safe to call more than once.
 func (r *Resolver) Close() error {
+	if r.tails != nil {
+		r.tails.running.Wait()
+	}
 	r.syms.close()
 	return nil
 }

@@ -3,6 +3,7 @@ package resolve
 import (
 	"debug/elf"
 	"sync"
+	"sync/atomic"
 
 	"stacktop/debuginfo"
 	"stacktop/internal/modules"
@@ -65,30 +66,44 @@ type symbolizer struct {
 	mods map[*modules.Module]*moduleSymbols
 }
 
+// close saves what each module's lines added to the DWARF cache and closes
+// the debug files, once no goroutine of prefetch or startLines reads them.
 func (s *symbolizer) close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, ms := range s.mods {
+	mods := s.mods
+	s.mods = nil
+	s.mu.Unlock()
+	for _, ms := range mods {
+		<-ms.loaded
+		if ms.linesStarted.Load() {
+			<-ms.linesDone
+		}
 		ms.saveCache()
 		if ms.debug != nil {
 			ms.debug.Close()
 		}
 	}
-	s.mods = nil
 }
 
 // moduleSymbols is what one module offers for naming.
 type moduleSymbols struct {
-	table *symbols.Table
-	debug *debuginfo.DebugFile // nil without a separate debug file
+	// debug is set once located is closed, table once loaded is (load).
+	located chan struct{}
+	loaded  chan struct{}
+	table   *symbols.Table
+	debug   *debuginfo.DebugFile // nil without a separate debug file
 
-	// The line tables are loaded once, on a goroutine of their own;
-	// linesDone is closed when lines, gotab and linesErr are set.
-	linesOnce sync.Once
-	linesDone chan struct{}
-	lines     *debuginfo.Lines   // nil without DWARF
-	gotab     *debuginfo.GoTable // nil unless a Go program
-	linesErr  error
+	// The line tables are loaded once, on a goroutine of their own
+	// (startLines); linesDone is closed when lines, gotab and linesErr
+	// are set. wantLines asks the loader to start them as soon as it
+	// knows the debug file (prefetch).
+	linesOnce    sync.Once
+	linesStarted atomic.Bool
+	linesDone    chan struct{}
+	wantLines    atomic.Bool
+	lines        *debuginfo.Lines   // nil without DWARF
+	gotab        *debuginfo.GoTable // nil unless a Go program
+	linesErr     error
 
 	mu  sync.Mutex
 	pcs map[uint64][]debuginfo.Frame // source frames by lookup address
@@ -105,7 +120,7 @@ func (s *symbolizer) readiness() int64 {
 	defer s.mu.Unlock()
 	var n int64
 	for _, ms := range s.mods {
-		if ms.linesDone == nil {
+		if !ms.linesStarted.Load() {
 			continue
 		}
 		select {
@@ -123,7 +138,7 @@ func (s *symbolizer) readiness() int64 {
 // saveCache writes what this run added to the DWARF cache, if the lines
 // are loaded (a load still running is not waited for).
 func (ms *moduleSymbols) saveCache() {
-	if ms.linesDone == nil {
+	if !ms.linesStarted.Load() {
 		return
 	}
 	select {
@@ -135,24 +150,79 @@ func (ms *moduleSymbols) saveCache() {
 	}
 }
 
-func (s *symbolizer) module(r *Resolver, m *modules.Module) *moduleSymbols {
+// entry returns m's moduleSymbols, and whether this call made it (the
+// caller must then load it).
+func (s *symbolizer) entry(m *modules.Module) (ms *moduleSymbols, made bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if ms, ok := s.mods[m]; ok {
-		return ms
+		return ms, false
 	}
-	ms := loadModuleSymbols(r.PID, m)
-	if s.mods != nil {
+	ms = &moduleSymbols{located: make(chan struct{}), loaded: make(chan struct{}), linesDone: make(chan struct{}),
+		pcs: map[uint64][]debuginfo.Frame{}}
+	if s.mods != nil { // (closed: the entry serves this call only)
 		s.mods[m] = ms
 	}
+	return ms, true
+}
+
+// module returns m's symbols, loading them on first use or waiting for a
+// load under way (prefetch).
+func (s *symbolizer) module(r *Resolver, m *modules.Module) *moduleSymbols {
+	ms, made := s.entry(m)
+	if made {
+		ms.load(r.PID, m, r.opts.Symbols.CacheDir)
+	}
+	<-ms.loaded
 	return ms
 }
 
-// loadModuleSymbols finds m's debug file (under the target's root first)
-// and builds its merged symbol table. Debug info that cannot be read
-// costs names, never the frame.
-func loadModuleSymbols(pid int, m *modules.Module) *moduleSymbols {
-	ms := &moduleSymbols{pcs: map[uint64][]debuginfo.Frame{}}
+// located returns m's symbols once its debug file is known (debug set):
+// it starts m's load if none is under way, and does not wait for the
+// symbol table.
+func (s *symbolizer) located(r *Resolver, m *modules.Module) *moduleSymbols {
+	ms, made := s.entry(m)
+	if made {
+		go ms.load(r.PID, m, r.opts.Symbols.CacheDir)
+	}
+	<-ms.located
+	return ms
+}
+
+// prefetch starts loading m's symbols, and with lines its line tables, on
+// goroutines of their own, and returns at once. Modules load in parallel:
+// a dump's first stack names three or four (the program, libc, the
+// dynamic linker), a few ms each, and its walks go on meanwhile.
+func (s *symbolizer) prefetch(r *Resolver, m *modules.Module, lines bool) {
+	ms, made := s.entry(m)
+	cacheDir := r.opts.Symbols.CacheDir
+	if lines {
+		ms.wantLines.Store(true) // before loaded is looked at: see load
+	}
+	if lines && r.tails != nil {
+		// Tail calls (tailcall.go) need the call sites, and look
+		// callees up by name.
+		s.startCallSites(r, m, cacheDir)
+		s.startNames(r, m)
+	}
+	if made {
+		go ms.load(r.PID, m, cacheDir)
+		return
+	}
+	if lines {
+		select {
+		case <-ms.loaded:
+			ms.startLines(m, cacheDir)
+		default: // the loader starts them (it looks at wantLines after closing loaded)
+		}
+	}
+}
+
+// load finds m's debug file (under the target's root first) and builds
+// its merged symbol table, then closes loaded. The line tables start as
+// soon as the debug file is known, if wanted, so the two loads overlap.
+// Debug info that cannot be read costs names, never the frame.
+func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 	var extra []*elf.File
 	if m.Source != procmaps.SourceImage {
 		loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
@@ -160,6 +230,10 @@ func loadModuleSymbols(pid int, m *modules.Module) *moduleSymbols {
 			ms.debug = df
 			extra = append(extra, df.File)
 		}
+	}
+	close(ms.located)
+	if ms.wantLines.Load() {
+		ms.startLines(m, cacheDir)
 	}
 	if mini, err := debuginfo.MiniDebugInfo(m.File); err == nil {
 		extra = append(extra, mini)
@@ -171,7 +245,10 @@ func loadModuleSymbols(pid int, m *modules.Module) *moduleSymbols {
 	if err == nil {
 		ms.table = tab
 	}
-	return ms
+	close(ms.loaded)
+	if ms.wantLines.Load() { // asked for while the table loaded
+		ms.startLines(m, cacheDir)
+	}
 }
 
 // sourceFrames returns the cached source frames of vaddr, reading the
@@ -200,7 +277,7 @@ func (ms *moduleSymbols) sourceFrames(m *modules.Module, vaddr uint64, async boo
 // they are ready (or known to be absent).
 func (ms *moduleSymbols) startLines(m *modules.Module, cacheDir string) {
 	ms.linesOnce.Do(func() {
-		ms.linesDone = make(chan struct{})
+		ms.linesStarted.Store(true)
 		gate := linesGate
 		go func() {
 			defer close(ms.linesDone)

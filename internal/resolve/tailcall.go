@@ -35,6 +35,9 @@ import (
 type tailCalls struct {
 	mu   sync.Mutex
 	mods map[*modules.Module]*moduleCallSites
+	// running counts the goroutines that read call sites and names: the
+	// debug files they read stay open until they are done (Close).
+	running sync.WaitGroup
 }
 
 type moduleCallSites struct {
@@ -72,22 +75,7 @@ func (tc *tailCalls) module(m *modules.Module) *moduleCallSites {
 // callSites returns m's call sites, loading them on first use (in the
 // background when async: nil until ready).
 func (s *symbolizer) callSites(r *Resolver, m *modules.Module, opt SymbolOptions) (sites *debuginfo.CallSites, ready bool) {
-	mc := r.tails.module(m)
-	mc.once.Do(func() {
-		ms := s.module(r, m)
-		ms.startLines(m, opt.CacheDir)
-		go func() {
-			defer close(mc.done)
-			// The line tables' DWARF, decompressed once for both.
-			<-ms.linesDone
-			if ms.lines == nil {
-				return
-			}
-			if cs, err := debuginfo.NewCallSitesFromLines(ms.lines); cs != nil && (err == nil || cs.Len() > 0) {
-				mc.sites = cs
-			}
-		}()
-	})
+	mc := s.startCallSites(r, m, opt.CacheDir)
 	if opt.AsyncLines {
 		select {
 		case <-mc.done:
@@ -105,19 +93,7 @@ func (s *symbolizer) callSites(r *Resolver, m *modules.Module, opt SymbolOptions
 // are read once, in the background when async: loaded is false until
 // they are.
 func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, async bool) (v uint64, loaded bool) {
-	mc := r.tails.module(m)
-	mc.namesOnce.Do(func() {
-		var debug *elf.File
-		if ms := s.module(r, m); ms.debug != nil {
-			debug = ms.debug.File
-		}
-		go func() {
-			defer close(mc.namesDone)
-			// A corrupt table adds no names (its callees are not
-			// found by name); the others still count.
-			mc.names, _ = symbols.FuncValues(m.File, debug)
-		}()
-	})
+	mc := s.startNames(r, m)
 	if async {
 		select {
 		case <-mc.namesDone:
@@ -128,6 +104,52 @@ func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, as
 		<-mc.namesDone
 	}
 	return mc.names[name], true
+}
+
+// startCallSites starts reading m's call sites on a goroutine of its own,
+// once, from its line tables' DWARF (started too if need be).
+func (s *symbolizer) startCallSites(r *Resolver, m *modules.Module, cacheDir string) *moduleCallSites {
+	mc := r.tails.module(m)
+	mc.once.Do(func() {
+		r.tails.running.Add(1)
+		go func() {
+			defer r.tails.running.Done()
+			defer close(mc.done)
+			ms := s.located(r, m) // (the line tables read the debug file)
+			ms.startLines(m, cacheDir)
+			// The line tables' DWARF, decompressed once for both.
+			<-ms.linesDone
+			if ms.lines == nil {
+				return
+			}
+			if cs, err := debuginfo.NewCallSitesFromLines(ms.lines); cs != nil && (err == nil || cs.Len() > 0) {
+				mc.sites = cs
+			}
+		}()
+	})
+	return mc
+}
+
+// startNames starts reading m's function names (symbolValue) on a
+// goroutine of its own, once; it needs m's debug file, not its symbol
+// table, so the two load side by side.
+func (s *symbolizer) startNames(r *Resolver, m *modules.Module) *moduleCallSites {
+	mc := r.tails.module(m)
+	mc.namesOnce.Do(func() {
+		r.tails.running.Add(1)
+		go func() {
+			defer r.tails.running.Done()
+			defer close(mc.namesDone)
+			var debug *elf.File
+			if ms := s.located(r, m); ms.debug != nil {
+				debug = ms.debug.File
+			}
+			// A corrupt table adds no names (its callees are not
+			// found by name); the others still count.
+			mc.names, _ = symbols.FuncValues(m.File, debug)
+		}()
+	})
+	return mc
 }
 
 // appendTailCalls appends the frames that tail calls removed between

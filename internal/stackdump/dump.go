@@ -125,8 +125,10 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	defer mem.Close()
 	// The resolver reads the maps and opens the modules while the tracer
 	// attaches (neither needs the other; a few ms each for 1,000
-	// threads). Only arm64's pointer-authentication mask comes from the
-	// attached process.
+	// threads), then starts loading the tables of the program and its C
+	// library in the background (PrefetchCommon): the first walk and the
+	// naming find them loaded or under way. Only arm64's
+	// pointer-authentication mask comes from the attached process.
 	type newResolver struct {
 		r   *resolve.Resolver
 		err error
@@ -134,6 +136,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	resolved := make(chan newResolver, 1)
 	go func() {
 		r, err := resolve.New(pid, mem, cache, opt.Resolve)
+		if err == nil {
+			r.PrefetchCommon()
+		}
 		resolved <- newResolver{r, err}
 	}()
 	d, err := ptracesampler.OpenDump(tracer, pid, opt.StackWindow)
