@@ -230,16 +230,6 @@ func (c *cachedPrefix) check(off, end uint64) bool {
 
 // store writes data as the cached prefix, atomically.
 func (sc *sectionCache) store(data []byte) error {
-	dir := filepath.Dir(sc.path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	removeStaleTemps(dir)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename: nothing to remove
 	le := binary.LittleEndian
 	h := []byte(cacheMagic)
 	h = le.AppendUint64(h, sc.key.size)
@@ -252,9 +242,27 @@ func (sc *sectionCache) store(data []byte) error {
 		h = le.AppendUint32(h, crc32.Checksum(data[lo:min(lo+cacheBlock, len(data))], castagnoliTable()))
 	}
 	h = le.AppendUint32(h, crc32.Checksum(h, castagnoliTable()))
-	_, err = tmp.Write(h)
-	if err == nil {
-		_, err = tmp.Write(data)
+	return writeAtomically(sc.path, h, data)
+}
+
+// writeAtomically writes parts, one after the other, to path through a
+// temporary file renamed over it: readers see the old file or the new
+// one, whole.
+func writeAtomically(path string, parts ...[]byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	removeStaleTemps(dir)
+	tmp, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename: nothing to remove
+	for _, b := range parts {
+		if _, err = tmp.Write(b); err != nil {
+			break
+		}
 	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
@@ -262,7 +270,7 @@ func (sc *sectionCache) store(data []byte) error {
 	if err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), sc.path)
+	return os.Rename(tmp.Name(), path)
 }
 
 // staleTemp is the age past which a temporary file in the cache is taken

@@ -37,6 +37,10 @@ type DebugFile struct {
 // Close closes the file.
 func (d *DebugFile) Close() error { return d.f.Close() }
 
+// Stat describes the file opened (its size and time key caches built
+// from it).
+func (d *DebugFile) Stat() (os.FileInfo, error) { return d.f.Stat() }
+
 // ErrNotFound is returned when no debug file exists for an object.
 var ErrNotFound = errors.New("debuginfo: no separate debug file found")
 

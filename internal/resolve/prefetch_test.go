@@ -1,12 +1,15 @@
 package resolve
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"stacktop/internal/modules"
 	"stacktop/internal/targets"
+	"stacktop/symbols"
 )
 
 // TestPrefetchLines: prefetching a walk's frames loads the symbol and line
@@ -117,5 +120,59 @@ func TestIsCLibrary(t *testing.T) {
 		if got := isCLibrary(path); got != want {
 			t.Errorf("isCLibrary(%q) = %v, want %v", path, got, want)
 		}
+	}
+}
+
+// TestSymbolTableCached: a module's symbol table is written to the cache
+// once, read back by the next resolver unchanged (the file is not written
+// again), and built again, right, when the file is damaged.
+func TestSymbolTableCached(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "chains-sframe3")
+	target := openTarget(t, tg.PID())
+	dir := t.TempDir()
+	target.opts.Symbols.CacheDir = dir
+	var libc *modules.Module
+	for i := range target.space.Exec {
+		if m := target.space.Exec[i].Module; m != nil && isCLibrary(m.Path) {
+			libc = m
+		}
+	}
+	if libc == nil || libc.BuildID == "" {
+		t.Skip("no libc with a build ID")
+	}
+	path := filepath.Join(dir, libc.BuildID, "symtab")
+	load := func() []symbols.Symbol {
+		t.Helper()
+		target.syms.close()
+		target.syms = newSymbolizer()
+		ms := target.syms.module(target.Resolver, libc)
+		if ms.table == nil || ms.table.Len() == 0 {
+			t.Fatal("no symbol table")
+		}
+		return slices.Collect(ms.table.All())
+	}
+	built := load()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatalf("not cached: %v", err)
+	}
+	time.Sleep(10 * time.Millisecond) // a rewrite would change the time
+	if got := load(); !slices.Equal(got, built) {
+		t.Fatal("the cached table differs from the one built")
+	}
+	if fi2, err := os.Stat(path); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("the cache file was written again (%v): not read back", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b[len(b)-1] ^= 1 // the last name's last byte
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); !slices.Equal(got, built) {
+		t.Fatal("a damaged cache file changed the table")
 	}
 }

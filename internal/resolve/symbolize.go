@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"debug/elf"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
@@ -177,6 +178,55 @@ func (s *symbolizer) module(r *Resolver, m *modules.Module) *moduleSymbols {
 	return ms
 }
 
+// loadTable builds m's symbol table merged with its debug files' (extra:
+// the separate debug file, then MiniDebugInfo's image), or reads it from
+// the cache in cacheDir where it was built from the same files before
+// (debuginfo.Cache.Symbols); nil if m has no readable table.
+func loadTable(m *modules.Module, debug *debuginfo.DebugFile, extra []*elf.File, cacheDir string) *symbols.Table {
+	key, cacheable := tableKey(m, debug)
+	var cache *debuginfo.Cache
+	if cacheable && cacheDir != "" {
+		cache = &debuginfo.Cache{Dir: cacheDir}
+		if tab := cache.Symbols(m.BuildID, key); tab != nil {
+			return tab
+		}
+	}
+	if mini, err := debuginfo.MiniDebugInfo(m.File); err == nil {
+		extra = append(extra, mini)
+	}
+	tab, err := symbols.LoadWithDebug(m.File, extra...)
+	if err != nil && len(extra) > 0 {
+		tab, err = symbols.Load(m.File)
+	}
+	if err != nil {
+		return nil
+	}
+	cache.StoreSymbols(m.BuildID, key, tab) // a failed write costs the next run time only
+	return tab
+}
+
+// tableKey names the files m's symbol table is built from, for the cache:
+// the object's size and time, its MiniDebugInfo's size, its debug file's
+// size and time. A module read from memory, or without a build ID, is not
+// cached.
+func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok bool) {
+	if m.Source == procmaps.SourceImage || m.BuildID == "" || m.Key.Size == 0 {
+		return "", false
+	}
+	key = fmt.Sprintf("object %d %d", m.Key.Size, m.Key.MtimeNS)
+	if sec := m.File.Section(".gnu_debugdata"); sec != nil {
+		key += fmt.Sprintf("; minidebuginfo %d", sec.FileSize)
+	}
+	if debug != nil {
+		fi, err := debug.Stat()
+		if err != nil {
+			return "", false
+		}
+		key += fmt.Sprintf("; debug file %d %d", fi.Size(), fi.ModTime().UnixNano())
+	}
+	return key, true
+}
+
 // located returns m's symbols once its debug file is known (debug set):
 // it starts m's load if none is under way, and does not wait for the
 // symbol table.
@@ -235,16 +285,7 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 	if ms.wantLines.Load() {
 		ms.startLines(m, cacheDir)
 	}
-	if mini, err := debuginfo.MiniDebugInfo(m.File); err == nil {
-		extra = append(extra, mini)
-	}
-	tab, err := symbols.LoadWithDebug(m.File, extra...)
-	if err != nil && len(extra) > 0 {
-		tab, err = symbols.Load(m.File)
-	}
-	if err == nil {
-		ms.table = tab
-	}
+	ms.table = loadTable(m, ms.debug, extra, cacheDir)
 	close(ms.loaded)
 	if ms.wantLines.Load() { // asked for while the table loaded
 		ms.startLines(m, cacheDir)
