@@ -28,6 +28,9 @@ func init() {
 }
 
 func runDump(args []string) int {
+	// First of all: until then the target's busy threads share the CPUs
+	// with ours as equals (a usage error is no worse for it).
+	selfsched.ForDump()
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	pid := fs.Int("p", 0, "process to dump (required)")
 	var f stackFlags
@@ -101,7 +104,6 @@ func runDump(args []string) int {
 	if len(f.tids) == 1 {
 		tid = f.tids[0]
 	}
-	selfsched.ForDump()
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
 			TID: tid, Freeze: *freeze, Select: selectTID,

@@ -8,6 +8,7 @@ import (
 	"stacktop/backchain"
 	"stacktop/internal/backend"
 	"stacktop/internal/modules"
+	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/regs"
 	"stacktop/unwind"
@@ -112,6 +113,9 @@ func New(pid int, mem unwind.Memory, cache *modules.ModuleCache, opts Options) (
 	}
 	return r, nil
 }
+
+// Mappings are the process's mappings, as last read (ascending).
+func (r *Resolver) Mappings() []procmaps.Mapping { return r.space.Mappings }
 
 // SetPACMask sets the pointer-authentication mask stripped from arm64
 // return addresses (Options.PACMask), for a resolver made before the

@@ -159,6 +159,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	}
 	r := nr.r
 	r.SetPACMask(d.PACMask())
+	d.UseMaps(r.Mappings()) // read once, for both
 	res = &Result{PID: pid, Command: procmaps.Cmdline(pid), Unwinders: r.UnwinderNames()}
 
 	if opt.TID != 0 && !slices.Contains(d.Threads(), opt.TID) {
