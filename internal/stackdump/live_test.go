@@ -288,6 +288,12 @@ func TestDumpReleasesEveryThread(t *testing.T) {
 		if ts.Err != nil || ts.Stopped <= 0 || len(ts.Frames) == 0 {
 			t.Errorf("thread %d (%s): stopped %v, %d frames, %v", ts.TID, ts.Name, ts.Stopped, len(ts.Frames), ts.Err)
 		}
+		// The state is read before the thread's interrupt, by the
+		// reader ahead or by the tracer: never stacktop's own stop.
+		blocked := ts.Name == "mt-cond" || ts.Name == "mt-sleep"
+		if blocked && ts.State != "S" || ts.State == "t" || ts.State == "" {
+			t.Errorf("thread %d (%s): state %q, want S for a blocked thread, never t", ts.TID, ts.Name, ts.State)
+		}
 	}
 }
 
