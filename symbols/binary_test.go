@@ -206,3 +206,114 @@ func FuzzUnmarshalTable(f *testing.F) {
 		}
 	})
 }
+
+// TestFuncNamesRoundTrip: FuncNames answer every name of FuncValues' map
+// with its value, before and after a round trip through the binary form,
+// and no other name.
+func TestFuncNamesRoundTrip(t *testing.T) {
+	var files []*elf.File
+	for _, name := range testBinaries {
+		f, err := elf.Open(filepath.Join("testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		files = append(files, f)
+	}
+	if f, d := libcWithDebug(t); f != nil {
+		files = append(files, f, d)
+	}
+	values, err := FuncValues(files...)
+	if err != nil || len(values) == 0 {
+		t.Fatalf("FuncValues: %d names, %v", len(values), err)
+	}
+	names := NewFuncNames(values)
+	b, err := names.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded, err := UnmarshalFuncNames(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []*FuncNames{names, decoded} {
+		if f.Len() != len(values) {
+			t.Fatalf("%d names, want %d", f.Len(), len(values))
+		}
+		for name, want := range values {
+			if got, ok := f.Value(name); !ok || got != want {
+				t.Fatalf("Value(%q) = %#x, %v, want %#x", name, got, ok, want)
+			}
+		}
+		for _, absent := range []string{"", "no such function", "\xff"} {
+			if _, ok := f.Value(absent); ok {
+				t.Errorf("Value(%q) found", absent)
+			}
+		}
+	}
+	var none *FuncNames
+	if _, ok := none.Value("main"); ok || none.Len() != 0 {
+		t.Error("nil FuncNames found a name")
+	}
+}
+
+// TestUnmarshalFuncNamesRejects: an empty name, names out of order or
+// past the strings, and every prefix of a valid form are errors.
+func TestUnmarshalFuncNamesRejects(t *testing.T) {
+	b, err := NewFuncNames(map[string]uint64{"alpha": 1, "beta": 2, "gamma": 3}).AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range len(b) {
+		if _, err := UnmarshalFuncNames(b[:n]); err == nil {
+			t.Fatalf("a %d-byte prefix of %d decoded", n, len(b))
+		}
+	}
+	le := binary.LittleEndian
+	rec := func(b []byte, i int) []byte { return b[tableHeaderLen+i*funcNameRecordLen:] }
+	for _, tc := range []struct {
+		name  string
+		field int
+		spoil func(b []byte)
+	}{
+		{"empty", 12, func(b []byte) { le.PutUint32(rec(b, 1)[12:], 0) }},
+		{"past the strings", 8, func(b []byte) { le.PutUint32(rec(b, 1)[8:], 1<<31) }},
+		{"not ascending", 8, func(b []byte) { copy(rec(b, 1)[8:16], rec(b, 0)[8:16]) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			spoilt := slices.Clone(b)
+			tc.spoil(spoilt)
+			_, err := UnmarshalFuncNames(spoilt)
+			var fe *FormatError
+			if !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want a *FormatError", err)
+			}
+			want := fmt.Sprintf("offset %d:", tableHeaderLen+funcNameRecordLen+tc.field)
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it at %s", err, want)
+			}
+		})
+	}
+}
+
+// FuzzUnmarshalFuncNames: arbitrary bytes decode to an error or to names
+// that Value finds, each with its value.
+func FuzzUnmarshalFuncNames(f *testing.F) {
+	fuzzbudget.Limit(f)
+	b, _ := NewFuncNames(map[string]uint64{"main": 0x1000, "_Z1fv": 0x2000}).AppendBinary(nil)
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		names, err := UnmarshalFuncNames(data)
+		if err != nil {
+			if names != nil {
+				t.Fatal("error with names")
+			}
+			return
+		}
+		for i, name := range names.names {
+			if v, ok := names.Value(name); !ok || v != names.values[i] {
+				t.Fatalf("Value(%q) = %#x, %v, want %#x", name, v, ok, names.values[i])
+			}
+		}
+	})
+}

@@ -25,6 +25,12 @@
 // FuncValues maps every function name of an object's symbol tables (its
 // debug file's too) to its value, aliases included: the resolver's tail-
 // call frames look up a callee DWARF names only by a declaration.
+// FuncNames holds that map sorted, for lookups without a map.
+//
+// A Table and FuncNames have a binary form (AppendBinary,
+// UnmarshalTable, UnmarshalFuncNames) that the resolver keeps in a cache
+// between runs: decoding it checks everything a lookup relies on, so a
+// damaged cache file is an error, never a wrong name or a panic.
 //
 // ParsePerfMap reads the /tmp/perf-PID.map a JIT compiler writes (the
 // caller reads the file); a PerfMap names addresses in anonymous memory,

@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"debug/elf"
 	"os"
 	"path/filepath"
 	"slices"
@@ -174,5 +175,55 @@ func TestSymbolTableCached(t *testing.T) {
 	}
 	if got := load(); !slices.Equal(got, built) {
 		t.Fatal("a damaged cache file changed the table")
+	}
+}
+
+// TestFuncNamesCached: libc's function names for tail calls are written
+// to the cache once and read back (not written again) with the same
+// values as FuncValues gives.
+func TestFuncNamesCached(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "chains-sframe3")
+	target := openTarget(t, tg.PID())
+	var libc *modules.Module
+	for i := range target.space.Exec {
+		if m := target.space.Exec[i].Module; m != nil && isCLibrary(m.Path) {
+			libc = m
+		}
+	}
+	if libc == nil || libc.BuildID == "" {
+		t.Skip("no libc with a build ID")
+	}
+	ms := target.syms.located(target.Resolver, libc)
+	var debug *elf.File
+	if ms.debug != nil {
+		debug = ms.debug.File
+	}
+	want, err := symbols.FuncValues(libc.File, debug)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("FuncValues: %d names, %v", len(want), err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, libc.BuildID, "funcs")
+	var mtime time.Time
+	for round := range 2 {
+		names := loadFuncNames(libc, ms.debug, dir)
+		if names.Len() != len(want) {
+			t.Fatalf("round %d: %d names, want %d", round, names.Len(), len(want))
+		}
+		for name, v := range want {
+			if got, ok := names.Value(name); !ok || got != v {
+				t.Fatalf("round %d: Value(%q) = %#x, %v, want %#x", round, name, got, ok, v)
+			}
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatalf("round %d: not cached: %v", round, err)
+		}
+		if round == 1 && !fi.ModTime().Equal(mtime) {
+			t.Fatal("the cache file was written again: not read back")
+		}
+		mtime = fi.ModTime()
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -181,13 +181,11 @@ func (s *symbolizer) module(r *Resolver, m *modules.Module) *moduleSymbols {
 // loadTable builds m's symbol table merged with its debug files' (extra:
 // the separate debug file, then MiniDebugInfo's image), or reads it from
 // the cache in cacheDir where it was built from the same files before
-// (debuginfo.Cache.Symbols); nil if m has no readable table.
+// (debuginfo.Cache, kind "symtab"); nil if m has no readable table.
 func loadTable(m *modules.Module, debug *debuginfo.DebugFile, extra []*elf.File, cacheDir string) *symbols.Table {
-	key, cacheable := tableKey(m, debug)
-	var cache *debuginfo.Cache
-	if cacheable && cacheDir != "" {
-		cache = &debuginfo.Cache{Dir: cacheDir}
-		if tab := cache.Symbols(m.BuildID, key); tab != nil {
+	cache, key := objectCache(m, debug, cacheDir)
+	if b, ok := cache.Load(m.BuildID, "symtab", key); ok {
+		if tab, err := symbols.UnmarshalTable(b); err == nil {
 			return tab
 		}
 	}
@@ -201,11 +199,47 @@ func loadTable(m *modules.Module, debug *debuginfo.DebugFile, extra []*elf.File,
 	if err != nil {
 		return nil
 	}
-	cache.StoreSymbols(m.BuildID, key, tab) // a failed write costs the next run time only
+	if b, err := tab.AppendBinary(nil); err == nil {
+		cache.Store(m.BuildID, "symtab", key, b) // a failed write costs the next run time only
+	}
 	return tab
 }
 
-// tableKey names the files m's symbol table is built from, for the cache:
+// loadFuncNames reads the function names of m and its debug file
+// (symbols.FuncValues, for tail calls), or takes them from the cache
+// (kind "funcs"). A corrupt symbol table adds no names; the others
+// still count.
+func loadFuncNames(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string) *symbols.FuncNames {
+	cache, key := objectCache(m, debug, cacheDir)
+	if b, ok := cache.Load(m.BuildID, "funcs", key); ok {
+		if names, err := symbols.UnmarshalFuncNames(b); err == nil {
+			return names
+		}
+	}
+	var debugELF *elf.File
+	if debug != nil {
+		debugELF = debug.File
+	}
+	values, _ := symbols.FuncValues(m.File, debugELF)
+	names := symbols.NewFuncNames(values)
+	if b, err := names.AppendBinary(nil); err == nil {
+		cache.Store(m.BuildID, "funcs", key, b)
+	}
+	return names
+}
+
+// objectCache is the cache that keeps what is built from m's symbol
+// tables, and the key of m's entries; nil (no caching) without a cache
+// directory or where tableKey gives no key.
+func objectCache(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string) (*debuginfo.Cache, string) {
+	key, ok := tableKey(m, debug)
+	if !ok || cacheDir == "" {
+		return nil, ""
+	}
+	return &debuginfo.Cache{Dir: cacheDir}, key
+}
+
+// tableKey names the files m's symbol tables are read from, for the cache:
 // the object's size and time, its MiniDebugInfo's size, its debug file's
 // size and time. A module read from memory, or without a build ID, is not
 // cached.

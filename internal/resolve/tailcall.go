@@ -1,7 +1,6 @@
 package resolve
 
 import (
-	"debug/elf"
 	"sync"
 
 	"stacktop/debuginfo"
@@ -47,7 +46,7 @@ type moduleCallSites struct {
 
 	namesOnce sync.Once
 	namesDone chan struct{}
-	names     map[string]uint64 // ELF symbol name -> value, for callees named by declarations
+	names     *symbols.FuncNames // ELF symbol name -> value, for callees named by declarations
 
 	// chains caches TailChain's answer per (caller's return address,
 	// callee's function entry), both ELF addresses of their modules.
@@ -103,7 +102,8 @@ func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, as
 	} else {
 		<-mc.namesDone
 	}
-	return mc.names[name], true
+	v, _ = mc.names.Value(name)
+	return v, true
 }
 
 // startCallSites starts reading m's call sites on a goroutine of its own,
@@ -140,13 +140,8 @@ func (s *symbolizer) startNames(r *Resolver, m *modules.Module) *moduleCallSites
 		go func() {
 			defer r.tails.running.Done()
 			defer close(mc.namesDone)
-			var debug *elf.File
-			if ms := s.located(r, m); ms.debug != nil {
-				debug = ms.debug.File
-			}
-			// A corrupt table adds no names (its callees are not
-			// found by name); the others still count.
-			mc.names, _ = symbols.FuncValues(m.File, debug)
+			ms := s.located(r, m)
+			mc.names = loadFuncNames(m, ms.debug, r.opts.Symbols.CacheDir)
 		}()
 	})
 	return mc

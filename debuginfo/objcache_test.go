@@ -32,34 +32,48 @@ func testSymbolTable(t testing.TB) *symbols.Table {
 
 const testBuildID = "0123456789abcdef"
 
-// TestSymbolCache: a stored table reads back equal under its key, and
-// under no other; a file damaged anywhere, cut short or grown is not
-// believed.
-func TestSymbolCache(t *testing.T) {
-	tab := testSymbolTable(t)
-	c := &Cache{Dir: t.TempDir()}
-	if got := c.Symbols(testBuildID, "k1"); got != nil {
-		t.Fatal("a table from an empty cache")
-	}
-	if err := c.StoreSymbols(testBuildID, "k1", tab); err != nil {
+// TestObjectCache: a stored payload reads back equal under its build ID,
+// kind and key, and under no other; a file damaged anywhere, cut short or
+// grown is not believed.
+func TestObjectCache(t *testing.T) {
+	enc, err := testSymbolTable(t).AppendBinary(nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	got := c.Symbols(testBuildID, "k1")
-	if got == nil {
-		t.Fatal("stored table not read back")
+	c := &Cache{Dir: t.TempDir()}
+	load := func(id, kind, key string) bool {
+		got, ok := c.Load(id, kind, key)
+		if ok && !slices.Equal(got, enc) {
+			t.Fatalf("%s/%s under %q: read back other bytes", id, kind, key)
+		}
+		return ok
 	}
-	if !slices.Equal(slices.Collect(got.All()), slices.Collect(tab.All())) {
-		t.Fatal("table read back differs")
+	if load(testBuildID, "symtab", "k1") {
+		t.Fatal("a payload from an empty cache")
 	}
-	if c.Symbols(testBuildID, "k2") != nil {
-		t.Error("a table built from other files was believed (key k2)")
+	if err := c.Store(testBuildID, "symtab", "k1", enc); err != nil {
+		t.Fatal(err)
 	}
-	if c.Symbols("fedcba9876543210", "k1") != nil {
-		t.Error("another build ID's table")
+	if !load(testBuildID, "symtab", "k1") {
+		t.Fatal("stored payload not read back")
+	}
+	if load(testBuildID, "symtab", "k2") {
+		t.Error("a payload built from other files was believed (key k2)")
+	}
+	if load(testBuildID, "funcs", "k1") {
+		t.Error("another kind's payload")
+	}
+	if load("fedcba9876543210", "symtab", "k1") {
+		t.Error("another build ID's payload")
 	}
 	for _, id := range []string{"../x", "AB12", "", "a"} {
-		if err := c.StoreSymbols(id, "k1", tab); err != nil || c.Symbols(id, "k1") != nil {
+		if err := c.Store(id, "symtab", "k1", enc); err != nil || load(id, "symtab", "k1") {
 			t.Errorf("build ID %q: stored or read (%v); want it ignored", id, err)
+		}
+	}
+	for _, kind := range []string{"../symtab", "", "Sym"} {
+		if err := c.Store(testBuildID, kind, "k1", enc); err != nil || load(testBuildID, kind, "k1") {
+			t.Errorf("kind %q: stored or read (%v); want it ignored", kind, err)
 		}
 	}
 
@@ -73,11 +87,11 @@ func TestSymbolCache(t *testing.T) {
 		if err := os.WriteFile(path, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if c.Symbols(testBuildID, "k1") != nil {
+		if load(testBuildID, "symtab", "k1") {
 			t.Errorf("%s: believed", what)
 		}
 	}
-	for _, at := range []int{0, len(symCacheMagic), len(symCacheMagic) + 4, len(symCacheMagic) + 6, len(good) / 2, len(good) - 1} {
+	for _, at := range []int{0, len(objCacheMagic), len(objCacheMagic) + 4, len(objCacheMagic) + 6, len(good) / 2, len(good) - 1} {
 		b := slices.Clone(good)
 		b[at] ^= 0x40
 		try("byte "+strconv.Itoa(at)+" flipped", b)
@@ -88,40 +102,43 @@ func TestSymbolCache(t *testing.T) {
 	if err := os.WriteFile(path, good, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c.Symbols(testBuildID, "k1") == nil {
+	if !load(testBuildID, "symtab", "k1") {
 		t.Fatal("the good file again: not read")
 	}
 }
 
-// TestSymbolCacheConcurrent: runs storing and reading the same entry at
-// once each read nothing or a whole table.
-func TestSymbolCacheConcurrent(t *testing.T) {
-	tab := testSymbolTable(t)
-	want := slices.Collect(tab.All())
+// TestObjectCacheConcurrent: runs storing and reading the same entry at
+// once each read nothing or a whole payload.
+func TestObjectCacheConcurrent(t *testing.T) {
+	enc, err := testSymbolTable(t).AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	c := &Cache{Dir: t.TempDir()}
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Go(func() {
 			for range 20 {
-				if err := c.StoreSymbols(testBuildID, "k", tab); err != nil {
+				if err := c.Store(testBuildID, "symtab", "k", enc); err != nil {
 					t.Error(err)
 					return
 				}
-				if got := c.Symbols(testBuildID, "k"); got != nil && !slices.Equal(slices.Collect(got.All()), want) {
-					t.Error("a partial or mixed table")
+				if got, ok := c.Load(testBuildID, "symtab", "k"); ok && !slices.Equal(got, enc) {
+					t.Error("a partial or mixed payload")
 					return
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if c.Symbols(testBuildID, "k") == nil {
+	if _, ok := c.Load(testBuildID, "symtab", "k"); !ok {
 		t.Fatal("nothing cached")
 	}
 }
 
-// FuzzSymbolCacheFile: any file decodes to an error or to a table.
-func FuzzSymbolCacheFile(f *testing.F) {
+// FuzzObjectCacheFile: any file decodes to an error or to a payload,
+// which, as a symbol table, decodes to an error or to a table.
+func FuzzObjectCacheFile(f *testing.F) {
 	fuzzbudget.Limit(f)
 	dir := f.TempDir()
 	c := &Cache{Dir: dir}
@@ -131,11 +148,10 @@ func FuzzSymbolCacheFile(f *testing.F) {
 	one = binary.LittleEndian.AppendUint64(one, 0x1000)
 	one = binary.LittleEndian.AppendUint64(one, 0x10)
 	one = append(one, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 'f')
-	tab, err := symbols.UnmarshalTable(one)
-	if err != nil {
+	if _, err := symbols.UnmarshalTable(one); err != nil {
 		f.Fatal(err)
 	}
-	if err := c.StoreSymbols(testBuildID, "key", tab); err != nil {
+	if err := c.Store(testBuildID, "symtab", "key", one); err != nil {
 		f.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, testBuildID, "symtab"))
@@ -144,7 +160,7 @@ func FuzzSymbolCacheFile(f *testing.F) {
 	}
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
-		payload, err := decodeSymCacheFile(b, "key")
+		payload, err := decodeObjCacheFile(b, "key")
 		if err != nil {
 			return
 		}
