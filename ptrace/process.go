@@ -71,6 +71,15 @@ type Process struct {
 	// without any, Detach has no stray thread to look for.
 	clones int
 
+	// lazy: attached by AttachLazy; a batch seizes each thread it samples
+	// (seizeLazy). listed holds every TID /proc listed for the process
+	// (at the attach, and by ListThreads): only those may be seized, so a
+	// batch never seizes a thread of another process. listMu guards
+	// listed, which ListThreads fills from the caller's goroutine.
+	lazy   bool
+	listMu sync.Mutex
+	listed map[int]bool
+
 	// batchMu is held by SampleBatch for its whole run: a window's
 	// samples wait in their slots (spare) for the caller while the next
 	// window fills batch.
@@ -99,7 +108,18 @@ type Sample struct {
 // TRACEEXEC; no signal, no stop), listing /proc/PID/task until no new
 // thread appears. A process that was stopped (state T) stays stopped.
 // Failures are *AttachError.
-func (t *Tracer) Attach(pid int) (*Process, error) {
+func (t *Tracer) Attach(pid int) (*Process, error) { return t.attachMode(pid, false) }
+
+// AttachLazy is Attach for a one-shot dump: it seizes the main thread only
+// (so a permission, ptrace_scope or container refusal is an *AttachError
+// right here, as with Attach) and lists the threads of /proc/PID/task;
+// each further thread is seized by the batch that samples it, right
+// before its interrupt (see "Lazy seizing" in the package doc). A process
+// that is stopped (state T), or whose main thread is a zombie, is
+// attached as Attach does instead: Lazy then reports false.
+func (t *Tracer) AttachLazy(pid int) (*Process, error) { return t.attachMode(pid, true) }
+
+func (t *Tracer) attachMode(pid int, lazy bool) (*Process, error) {
 	if pid <= 0 {
 		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH}
 	}
@@ -117,13 +137,13 @@ func (t *Tracer) Attach(pid int) (*Process, error) {
 		return nil, newAttachError(pid, 0, CauseSelf, nil)
 	}
 	var p *Process
-	if e := t.do(func() { p, err = t.attach(pid, st) }); e != nil {
+	if e := t.do(func() { p, err = t.attach(pid, st, lazy) }); e != nil {
 		return nil, e
 	}
 	return p, err
 }
 
-func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
+func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) {
 	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
 		released: make(map[int]bool), wasStopped: st.State == 'T'}
 	if st.State == 'Z' || st.State == 'X' {
@@ -133,6 +153,13 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 			return nil, newAttachError(pid, 0, CauseZombie, nil)
 		}
 		p.leaderZombie = true
+	}
+	// A stopped process must stay stopped: each thread's group-stop report
+	// is taken at its seize, before anything could wake it. A zombie main
+	// thread proves no credentials. Both are attached whole.
+	p.lazy = lazy && !p.wasStopped && !p.leaderZombie
+	if p.lazy {
+		p.listed = make(map[int]bool)
 	}
 	t.procs[pid] = p
 	fail := func(err error) (*Process, error) {
@@ -157,6 +184,13 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 		}
 		added := false
 		for _, tid := range tids {
+			if p.lazy {
+				// Lazy: the others are seized by the batch that samples them.
+				p.listed[tid] = true
+				if tid != pid {
+					continue
+				}
+			}
 			if tried[tid] {
 				continue
 			}
@@ -164,7 +198,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 			if t.threads[tid] != nil { // auto-attached by TRACECLONE already
 				continue
 			}
-			switch err := seize(tid); err {
+			switch err := seize(tid, p.seizeOptions()); err {
 			case nil:
 				th := p.addThread(tid, stateRunning)
 				// Seizing a stopped task makes the kernel queue a group-stop
@@ -211,7 +245,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 				return fail(newAttachError(pid, tid, CauseOther, fmt.Errorf("PTRACE_SEIZE: %w", err)))
 			}
 		}
-		if !added {
+		if !added || p.lazy {
 			break
 		}
 	}
@@ -227,7 +261,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 	for i := 0; i < 50; i++ {
 		time.Sleep(200 * time.Microsecond)
-		switch seize(tid) {
+		switch seize(tid, p.seizeOptions()) {
 		case nil:
 			p.addThread(tid, stateRunning)
 			return true, false
@@ -239,6 +273,96 @@ func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 		}
 	}
 	return false, false
+}
+
+// seizeOptions are the PTRACE_O_* options p's threads are seized with.
+func (p *Process) seizeOptions() uintptr {
+	if p.lazy {
+		return lazySeizeOptions
+	}
+	return seizeOptions
+}
+
+// Lazy reports whether p was attached lazily (AttachLazy): its threads
+// are seized by the batches that sample them, and Threads lists only the
+// ones traced now; ListThreads lists them all.
+func (p *Process) Lazy() bool { return p.lazy }
+
+// ListThreads lists the process's threads from /proc/PID/task, ascending,
+// and lets a lazy Process's batches seize them (a TID never listed is
+// ErrUnknownThread). It runs on the caller's goroutine.
+func (p *Process) ListThreads() ([]int, error) {
+	tids, err := procmaps.Threads(p.pid)
+	if err != nil {
+		return nil, fmt.Errorf("listing the threads of %d: %w", p.pid, err)
+	}
+	if p.lazy {
+		p.listMu.Lock()
+		for _, tid := range tids {
+			p.listed[tid] = true
+		}
+		p.listMu.Unlock()
+	}
+	return tids, nil
+}
+
+// seizeLazy seizes thread tid of a lazy Process for a batch's sample,
+// right before its interrupt. A thread gone since it was listed is
+// ErrThreadExited (ErrProcessExited if the process went with it). An
+// EPERM can no longer be a permission problem (the main thread was
+// seized): a thread on its way out is reported exited at once, not
+// retried for milliseconds as Attach does (seizeLeaving) while other
+// threads wait in their stops; a thread another tracer holds gets a
+// CauseAlreadyTraced *AttachError of its own.
+func (p *Process) seizeLazy(tid int) (*thread, error) {
+	p.listMu.Lock()
+	listed := p.listed[tid]
+	p.listMu.Unlock()
+	if !listed {
+		return nil, p.notTraced(tid)
+	}
+	for try := 0; ; try++ {
+		switch err := seize(tid, lazySeizeOptions); err {
+		case nil:
+			p.tr.batch.seizes++
+			return p.addThread(tid, stateRunning), nil
+		case unix.ESRCH:
+			return nil, p.vanished()
+		case unix.EPERM:
+			s, serr := procmaps.ReadStatus(p.pid, tid)
+			switch {
+			case serr != nil:
+				return nil, p.vanished()
+			case s.TracerPID == p.tr.tid:
+				// Ours already: auto-attached (CLONE_PTRACE), its first
+				// stop not collected yet.
+				return p.addThread(tid, stateNewborn), nil
+			case s.TracerPID != 0:
+				return nil, newAttachError(p.pid, tid, CauseAlreadyTraced, err)
+			}
+			if ts, err := procmaps.ReadStat(p.pid, tid); err != nil || ts.State == 'Z' || ts.State == 'X' || ts.Flags&pfExiting != 0 {
+				return nil, ErrThreadExited
+			}
+			if try > 0 {
+				return nil, newAttachError(p.pid, tid, CausePermission, err)
+			}
+			// Refused, yet not seen exiting: the exit may have begun
+			// between the two; once more.
+		default:
+			return nil, fmt.Errorf("thread %d: PTRACE_SEIZE: %w", tid, err)
+		}
+	}
+}
+
+// vanished is the error for a thread of a lazy Process that is gone
+// before it could be seized: ErrProcessExited if the process is exiting,
+// else ErrThreadExited.
+func (p *Process) vanished() error {
+	if p.dying() {
+		p.exited = true
+		return ErrProcessExited
+	}
+	return ErrThreadExited
 }
 
 // PID returns the process ID.
@@ -770,6 +894,9 @@ func (p *Process) Freeze() error {
 func (p *Process) freeze() error {
 	if err := p.usable(); err != nil {
 		return err
+	}
+	if p.lazy {
+		return ErrLazyFreeze
 	}
 	p.frozen = true
 	var err error
