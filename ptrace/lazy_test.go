@@ -271,6 +271,44 @@ func TestLazyAlreadyStopped(t *testing.T) {
 	waitState(t, tg.pid, "RS")
 }
 
+// A process stopped (SIGSTOP) after AttachLazy stays stopped through a
+// lazy dump: each thread seized in its group-stop is sampled there and
+// detached back into it; SIGCONT then resumes the process.
+func TestLazyStoppedAfterOpen(t *testing.T) {
+	tg := startTarget(t, "many", "20", "2")
+	tr := NewTracer()
+	defer tr.Close()
+	p := attachIn(t, tr, tg.pid, true)
+	syscall.Kill(tg.pid, syscall.SIGSTOP)
+	waitState(t, tg.pid, "Tt") // t: the traced main thread's group-stop
+	for _, tid := range mustThreads(t, tg.pid) {
+		if tid != tg.pid {
+			waitState(t, tid, "T")
+		}
+	}
+	before := cpuTicks(t, tg.pid)
+	for tid, err := range lazyDump(t, p, nil, nil) {
+		if err != nil {
+			t.Errorf("thread %d: %v", tid, err)
+		}
+	}
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, tg.pid)
+	time.Sleep(50 * time.Millisecond)
+	for _, tid := range mustThreads(t, tg.pid) {
+		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); st != 'T' {
+			t.Errorf("thread %d state %c after the dump, want T", tid, st)
+		}
+	}
+	if after := cpuTicks(t, tg.pid); after != before {
+		t.Errorf("stopped process ran: %d -> %d ticks", before, after)
+	}
+	syscall.Kill(tg.pid, syscall.SIGCONT)
+	waitState(t, tg.pid, "RS")
+}
+
 // A lazy Process seizes only threads /proc listed for it: a TID of
 // another process is ErrUnknownThread and stays untraced. Freeze, which
 // needs every thread, is refused.

@@ -830,9 +830,11 @@ func (p *Process) forget(th *thread) {
 }
 
 // gone drops an exited thread and says whether the process went with it.
+// (A lazy Process may trace no thread at all while its process lives: it
+// asks /proc.)
 func (p *Process) gone(th *thread) error {
 	p.forget(th)
-	if p.exited || (len(p.threads) == 0 && len(p.released) == 0) || p.dying() {
+	if p.exited || (!p.lazy && len(p.threads) == 0 && len(p.released) == 0) || p.dying() {
 		p.exited = true
 		return ErrProcessExited
 	}
