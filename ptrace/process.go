@@ -79,6 +79,7 @@ type Process struct {
 	lazy   bool
 	listMu sync.Mutex
 	listed map[int]bool
+	slab   []thread // records for the threads a lazy batch seizes (addThread)
 
 	// batchMu is held by SampleBatch for its whole run: a window's
 	// samples wait in their slots (spare) for the caller while the next
@@ -158,9 +159,6 @@ func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) 
 	// is taken at its seize, before anything could wake it. A zombie main
 	// thread proves no credentials. Both are attached whole.
 	p.lazy = lazy && !p.wasStopped && !p.leaderZombie
-	if p.lazy {
-		p.listed = make(map[int]bool)
-	}
 	t.procs[pid] = p
 	fail := func(err error) (*Process, error) {
 		p.detach()
@@ -181,6 +179,14 @@ func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) 
 		if i := slices.Index(tids, pid); i > 0 {
 			copy(tids[1:i+1], tids[:i])
 			tids[0] = pid
+		}
+		if p.lazy {
+			// What a batch adds to for each thread it seizes and
+			// releases, sized (and the threads' records allocated) here,
+			// not while threads wait in their stops for the tracer.
+			n := 2 * len(tids)
+			p.listed, p.seen, p.released = make(map[int]bool, n), make(map[int]bool, n), make(map[int]bool, n)
+			p.slab = make([]thread, 0, len(tids))
 		}
 		added := false
 		for _, tid := range tids {
@@ -809,7 +815,14 @@ func (p *Process) tracedByUs(tid int) bool {
 }
 
 func (p *Process) addThread(tid int, st threadState) *thread {
-	th := &thread{tid: tid, proc: p, state: st}
+	var th *thread
+	if n := len(p.slab); n < cap(p.slab) {
+		p.slab = p.slab[:n+1]
+		th = &p.slab[n]
+		*th = thread{tid: tid, proc: p, state: st}
+	} else {
+		th = &thread{tid: tid, proc: p, state: st}
+	}
 	p.threads[tid] = th
 	delete(p.released, tid) // a reused TID
 	p.tidList.Store(nil)
