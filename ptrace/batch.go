@@ -607,7 +607,6 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	t.batch.running, t.batch.release = true, o.Release
 	rt := t.enterRealtime()
 	carried := false
-	var lastDrain time.Time
 	defer func() {
 		if rt {
 			t.leaveRealtime()
@@ -647,10 +646,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 			// all are polled.
 			switch started++; {
 			case p.anyWait():
-				// One wait answers for every flight (pollAny).
-				if _, drained := p.poll(n); drained {
-					lastDrain = time.Now()
-				}
+				p.pollAny(n) // one wait answers for every flight
 			case started%startPollEvery == 0:
 				p.pollFlights(n)
 			default:
@@ -658,9 +654,9 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 			}
 		}
 	}
-	lastDrain = time.Now()
-	lastEach := lastDrain
 	start()
+	lastDrain := time.Now()
+	lastEach := lastDrain
 	gap := t.batchDrainGap()
 	idle := 0
 	var idleFrom time.Time
