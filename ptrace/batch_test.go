@@ -22,7 +22,7 @@ import (
 // got exactly one call with its own TID.
 func batchAll(t *testing.T, p *Process, o BatchOptions) (tids []int, samples []Sample, errs []error) {
 	t.Helper()
-	tids = p.Threads()
+	tids = toSample(t, p)
 	samples = make([]Sample, len(tids))
 	errs = make([]error, len(tids))
 	calls := make([]int, len(tids))

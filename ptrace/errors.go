@@ -26,6 +26,9 @@ var (
 	// D) and did not stop within blockedGrace; it was not sampled. Not
 	// fatal: it stops, and is resumed, when the sleep ends.
 	ErrThreadBlocked = errors.New("ptrace: thread in uninterruptible sleep (D), not stopped")
+	// ErrLazyFreeze: Freeze of a Process attached with AttachLazy, which
+	// does not trace every thread; a snapshot needs Attach.
+	ErrLazyFreeze = errors.New("ptrace: Freeze needs every thread attached (Attach, not AttachLazy)")
 	// ErrTracerClosed: the Tracer was closed.
 	ErrTracerClosed = errors.New("ptrace: tracer closed")
 	// ErrUnsupportedArch: this GOARCH has no register conversion.

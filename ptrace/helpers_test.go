@@ -51,7 +51,11 @@ func attachHelper() {
 	pid, _ := strconv.Atoi(os.Getenv("PTRACE_TEST_PID"))
 	tr := NewTracer()
 	defer tr.Close()
-	p, err := tr.Attach(pid)
+	attach := tr.Attach
+	if os.Getenv("PTRACE_TEST_LAZY") == "true" {
+		attach = tr.AttachLazy
+	}
+	p, err := attach(pid)
 	if p != nil {
 		p.Detach()
 	}

@@ -71,6 +71,16 @@ type Process struct {
 	// without any, Detach has no stray thread to look for.
 	clones int
 
+	// lazy: attached by AttachLazy; a batch seizes each thread it samples
+	// (seizeLazy). listed holds every TID /proc listed for the process
+	// (at the attach, and by ListThreads): only those may be seized, so a
+	// batch never seizes a thread of another process. listMu guards
+	// listed, which ListThreads fills from the caller's goroutine.
+	lazy   bool
+	listMu sync.Mutex
+	listed map[int]bool
+	slab   []thread // records for the threads a lazy batch seizes (addThread)
+
 	// batchMu is held by SampleBatch for its whole run: a window's
 	// samples wait in their slots (spare) for the caller while the next
 	// window fills batch.
@@ -99,7 +109,18 @@ type Sample struct {
 // TRACEEXEC; no signal, no stop), listing /proc/PID/task until no new
 // thread appears. A process that was stopped (state T) stays stopped.
 // Failures are *AttachError.
-func (t *Tracer) Attach(pid int) (*Process, error) {
+func (t *Tracer) Attach(pid int) (*Process, error) { return t.attachMode(pid, false) }
+
+// AttachLazy is Attach for a one-shot dump: it seizes the main thread only
+// (so a permission, ptrace_scope or container refusal is an *AttachError
+// right here, as with Attach) and lists the threads of /proc/PID/task;
+// each further thread is seized by the batch that samples it, right
+// before its interrupt (see "Lazy seizing" in the package doc). A process
+// that is stopped (state T), or whose main thread is a zombie, is
+// attached as Attach does instead: Lazy then reports false.
+func (t *Tracer) AttachLazy(pid int) (*Process, error) { return t.attachMode(pid, true) }
+
+func (t *Tracer) attachMode(pid int, lazy bool) (*Process, error) {
 	if pid <= 0 {
 		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH}
 	}
@@ -117,13 +138,13 @@ func (t *Tracer) Attach(pid int) (*Process, error) {
 		return nil, newAttachError(pid, 0, CauseSelf, nil)
 	}
 	var p *Process
-	if e := t.do(func() { p, err = t.attach(pid, st) }); e != nil {
+	if e := t.do(func() { p, err = t.attach(pid, st, lazy) }); e != nil {
 		return nil, e
 	}
 	return p, err
 }
 
-func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
+func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) {
 	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
 		released: make(map[int]bool), wasStopped: st.State == 'T'}
 	if st.State == 'Z' || st.State == 'X' {
@@ -134,6 +155,10 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 		}
 		p.leaderZombie = true
 	}
+	// A stopped process must stay stopped: each thread's group-stop report
+	// is taken at its seize, before anything could wake it. A zombie main
+	// thread proves no credentials. Both are attached whole.
+	p.lazy = lazy && !p.wasStopped && !p.leaderZombie
 	t.procs[pid] = p
 	fail := func(err error) (*Process, error) {
 		p.detach()
@@ -155,8 +180,23 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 			copy(tids[1:i+1], tids[:i])
 			tids[0] = pid
 		}
+		if p.lazy {
+			// What a batch adds to for each thread it seizes and
+			// releases, sized (and the threads' records allocated) here,
+			// not while threads wait in their stops for the tracer.
+			n := 2 * len(tids)
+			p.listed, p.seen, p.released = make(map[int]bool, n), make(map[int]bool, n), make(map[int]bool, n)
+			p.slab = make([]thread, 0, len(tids))
+		}
 		added := false
 		for _, tid := range tids {
+			if p.lazy {
+				// Lazy: the others are seized by the batch that samples them.
+				p.listed[tid] = true
+				if tid != pid {
+					continue
+				}
+			}
 			if tried[tid] {
 				continue
 			}
@@ -164,7 +204,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 			if t.threads[tid] != nil { // auto-attached by TRACECLONE already
 				continue
 			}
-			switch err := seize(tid); err {
+			switch err := seize(tid, p.seizeOptions()); err {
 			case nil:
 				th := p.addThread(tid, stateRunning)
 				// Seizing a stopped task makes the kernel queue a group-stop
@@ -211,7 +251,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 				return fail(newAttachError(pid, tid, CauseOther, fmt.Errorf("PTRACE_SEIZE: %w", err)))
 			}
 		}
-		if !added {
+		if !added || p.lazy {
 			break
 		}
 	}
@@ -227,7 +267,7 @@ func (t *Tracer) attach(pid int, st procmaps.Stat) (*Process, error) {
 func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 	for i := 0; i < 50; i++ {
 		time.Sleep(200 * time.Microsecond)
-		switch seize(tid) {
+		switch seize(tid, p.seizeOptions()) {
 		case nil:
 			p.addThread(tid, stateRunning)
 			return true, false
@@ -239,6 +279,96 @@ func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 		}
 	}
 	return false, false
+}
+
+// seizeOptions are the PTRACE_O_* options p's threads are seized with.
+func (p *Process) seizeOptions() uintptr {
+	if p.lazy {
+		return lazySeizeOptions
+	}
+	return seizeOptions
+}
+
+// Lazy reports whether p was attached lazily (AttachLazy): its threads
+// are seized by the batches that sample them, and Threads lists only the
+// ones traced now; ListThreads lists them all.
+func (p *Process) Lazy() bool { return p.lazy }
+
+// ListThreads lists the process's threads from /proc/PID/task, ascending,
+// and lets a lazy Process's batches seize them (a TID never listed is
+// ErrUnknownThread). It runs on the caller's goroutine.
+func (p *Process) ListThreads() ([]int, error) {
+	tids, err := procmaps.Threads(p.pid)
+	if err != nil {
+		return nil, fmt.Errorf("listing the threads of %d: %w", p.pid, err)
+	}
+	if p.lazy {
+		p.listMu.Lock()
+		for _, tid := range tids {
+			p.listed[tid] = true
+		}
+		p.listMu.Unlock()
+	}
+	return tids, nil
+}
+
+// seizeLazy seizes thread tid of a lazy Process for a batch's sample,
+// right before its interrupt. A thread gone since it was listed is
+// ErrThreadExited (ErrProcessExited if the process went with it). An
+// EPERM can no longer be a permission problem (the main thread was
+// seized): a thread on its way out is reported exited at once, not
+// retried for milliseconds as Attach does (seizeLeaving) while other
+// threads wait in their stops; a thread another tracer holds gets a
+// CauseAlreadyTraced *AttachError of its own.
+func (p *Process) seizeLazy(tid int) (*thread, error) {
+	p.listMu.Lock()
+	listed := p.listed[tid]
+	p.listMu.Unlock()
+	if !listed {
+		return nil, p.notTraced(tid)
+	}
+	for try := 0; ; try++ {
+		switch err := seize(tid, lazySeizeOptions); err {
+		case nil:
+			p.tr.batch.seizes++
+			return p.addThread(tid, stateRunning), nil
+		case unix.ESRCH:
+			return nil, p.vanished()
+		case unix.EPERM:
+			s, serr := procmaps.ReadStatus(p.pid, tid)
+			switch {
+			case serr != nil:
+				return nil, p.vanished()
+			case s.TracerPID == p.tr.tid:
+				// Ours already: auto-attached (CLONE_PTRACE), its first
+				// stop not collected yet.
+				return p.addThread(tid, stateNewborn), nil
+			case s.TracerPID != 0:
+				return nil, newAttachError(p.pid, tid, CauseAlreadyTraced, err)
+			}
+			if ts, err := procmaps.ReadStat(p.pid, tid); err != nil || ts.State == 'Z' || ts.State == 'X' || ts.Flags&pfExiting != 0 {
+				return nil, ErrThreadExited
+			}
+			if try > 0 {
+				return nil, newAttachError(p.pid, tid, CausePermission, err)
+			}
+			// Refused, yet not seen exiting: the exit may have begun
+			// between the two; once more.
+		default:
+			return nil, fmt.Errorf("thread %d: PTRACE_SEIZE: %w", tid, err)
+		}
+	}
+}
+
+// vanished is the error for a thread of a lazy Process that is gone
+// before it could be seized: ErrProcessExited if the process is exiting,
+// else ErrThreadExited.
+func (p *Process) vanished() error {
+	if p.dying() {
+		p.exited = true
+		return ErrProcessExited
+	}
+	return ErrThreadExited
 }
 
 // PID returns the process ID.
@@ -685,7 +815,14 @@ func (p *Process) tracedByUs(tid int) bool {
 }
 
 func (p *Process) addThread(tid int, st threadState) *thread {
-	th := &thread{tid: tid, proc: p, state: st}
+	var th *thread
+	if n := len(p.slab); n < cap(p.slab) {
+		p.slab = p.slab[:n+1]
+		th = &p.slab[n]
+		*th = thread{tid: tid, proc: p, state: st}
+	} else {
+		th = &thread{tid: tid, proc: p, state: st}
+	}
 	p.threads[tid] = th
 	delete(p.released, tid) // a reused TID
 	p.tidList.Store(nil)
@@ -706,9 +843,11 @@ func (p *Process) forget(th *thread) {
 }
 
 // gone drops an exited thread and says whether the process went with it.
+// (A lazy Process may trace no thread at all while its process lives: it
+// asks /proc.)
 func (p *Process) gone(th *thread) error {
 	p.forget(th)
-	if p.exited || (len(p.threads) == 0 && len(p.released) == 0) || p.dying() {
+	if p.exited || (!p.lazy && len(p.threads) == 0 && len(p.released) == 0) || p.dying() {
 		p.exited = true
 		return ErrProcessExited
 	}
@@ -770,6 +909,9 @@ func (p *Process) Freeze() error {
 func (p *Process) freeze() error {
 	if err := p.usable(); err != nil {
 		return err
+	}
+	if p.lazy {
+		return ErrLazyFreeze
 	}
 	p.frozen = true
 	var err error

@@ -397,12 +397,20 @@ func TestProcessExits(t *testing.T) {
 	}
 }
 
-func TestAttachErrors(t *testing.T) {
+// TestAttachErrors: each refusal is an *AttachError of its cause, from
+// Attach and from AttachLazy alike (which seizes the main thread only).
+func TestAttachErrors(t *testing.T) { forModes(t, testAttachErrors) }
+
+func testAttachErrors(t *testing.T, lazy bool) {
 	tr := NewTracer()
 	defer tr.Close()
+	attachFn := tr.Attach
+	if lazy {
+		attachFn = tr.AttachLazy
+	}
 	check := func(t *testing.T, pid int, want AttachCause) *AttachError {
 		t.Helper()
-		p, err := tr.Attach(pid)
+		p, err := attachFn(pid)
 		if err == nil {
 			p.Detach()
 			t.Fatalf("Attach(%d) succeeded", pid)
@@ -474,7 +482,8 @@ func TestAttachErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(exe)
-		cmd.Env = append(os.Environ(), "PTRACE_TEST_HELPER=attach", fmt.Sprintf("PTRACE_TEST_PID=%d", tg.pid))
+		cmd.Env = append(os.Environ(), "PTRACE_TEST_HELPER=attach", fmt.Sprintf("PTRACE_TEST_PID=%d", tg.pid),
+			fmt.Sprintf("PTRACE_TEST_LAZY=%v", lazy))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()

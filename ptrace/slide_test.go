@@ -19,12 +19,26 @@ import (
 // 300-thread process exactly once, carries threads in flight from one
 // window into the next, releases every thread, and runs its windows
 // under SCHED_FIFO where the kernel allows it, leaving the tracer thread
-// at its normal policy afterwards.
-func TestSlideBatch(t *testing.T) {
+// at its normal policy afterwards. Lazily attached, it seizes every
+// thread but the main one itself, and polls with one wait for any tracee.
+func TestSlideBatch(t *testing.T) { forModes(t, testSlideBatch) }
+
+func testSlideBatch(t *testing.T, lazy bool) {
 	const n = 300
-	tg, tr, p := manyThreads(t, fmt.Sprint(n), "2")
+	tg, tr, p := manyThreads(t, lazy, fmt.Sprint(n), "2")
 	carried, rtWindows := tr.batch.carried, tr.realtimeWindows
+	seizes, anyPolls := tr.batch.seizes, tr.batch.anyPolls
 	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 4096, Release: true, Overlap: true})
+	if lazy {
+		if k := tr.batch.seizes - seizes; k != n {
+			t.Errorf("the batch seized %d threads, want %d (all but the main thread)", k, n)
+		}
+		if tr.batch.anyPolls == anyPolls {
+			t.Error("no poll round waited for any tracee")
+		}
+	} else if tr.batch.seizes != seizes || tr.batch.anyPolls != anyPolls {
+		t.Error("a batch of a process attached whole seized threads or waited for any tracee")
+	}
 	if len(tids) != n+1 {
 		t.Fatalf("%d threads traced, want %d", len(tids), n+1)
 	}
@@ -74,11 +88,13 @@ func tracerPolicy(t *testing.T, tr *Tracer) int {
 // waits with none stopped. Checked from inside the caller's first call,
 // which watches the target for 200 ms: no thread may be seen in a ptrace
 // stop in three polls in a row (10 ms and more).
-func TestSlideSlowCaller(t *testing.T) {
+func TestSlideSlowCaller(t *testing.T) { forModes(t, testSlideSlowCaller) }
+
+func testSlideSlowCaller(t *testing.T, lazy bool) {
 	const n = 200
-	tg, _, p := manyThreads(t, fmt.Sprint(n), "2")
+	tg, _, p := manyThreads(t, lazy, fmt.Sprint(n), "2")
 	first := true
-	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
+	err := p.SampleBatch(toSample(t, p), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
 		func(i int, s *Sample, err error) bool {
 			if !first {
 				return true
@@ -105,12 +121,15 @@ func TestSlideSlowCaller(t *testing.T) {
 
 // A sliding batch that each ends early stops there: the threads in flight
 // are let go (none stays stopped), the threads not sampled stay traced
-// and running, and Detach then leaves the process untraced.
-func TestSlideEndsEarly(t *testing.T) {
+// and running (lazily attached: untraced, but for those seized in
+// flight), and Detach then leaves the process untraced.
+func TestSlideEndsEarly(t *testing.T) { forModes(t, testSlideEndsEarly) }
+
+func testSlideEndsEarly(t *testing.T, lazy bool) {
 	const n = 200
-	tg, _, p := manyThreads(t, fmt.Sprint(n), "2")
+	tg, _, p := manyThreads(t, lazy, fmt.Sprint(n), "2")
 	calls := 0
-	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
+	err := p.SampleBatch(toSample(t, p), BatchOptions{StackWindow: 4096, Release: true, Overlap: true},
 		func(i int, s *Sample, err error) bool {
 			calls++
 			return calls < 50
@@ -122,7 +141,12 @@ func TestSlideEndsEarly(t *testing.T) {
 		t.Errorf("each was called %d times after it returned false at the 50th", calls)
 	}
 	waitNoneStopped(t, tg.pid)
-	if left := len(p.Threads()); left == 0 || left > n+1-50 {
+	if lazy {
+		// Only the threads of the windows under way were seized.
+		if left := len(tracedThreads(t, tg.pid)); left > 3*slideInFlight+1 {
+			t.Errorf("%d threads traced after 50 of %d were released: more than were in flight", left, n+1)
+		}
+	} else if left := len(p.Threads()); left == 0 || left > n+1-50 {
 		t.Errorf("%d threads still traced after 50 of %d were released", left, n+1)
 	}
 	if err := p.Detach(); err != nil {
@@ -135,7 +159,7 @@ func TestSlideEndsEarly(t *testing.T) {
 func TestDisableRealtime(t *testing.T) {
 	DisableRealtime()
 	defer realtimeOff.Store(false)
-	_, tr, p := manyThreads(t, "20", "1")
+	_, tr, p := manyThreads(t, false, "20", "1")
 	before := tr.realtimeWindows
 	batchAll(t, p, BatchOptions{StackWindow: 4096, Overlap: true})
 	if k := tr.realtimeWindows - before; k != 0 {
@@ -150,10 +174,12 @@ func TestDisableRealtime(t *testing.T) {
 // a caller slower than the tracer, every sample's stack is the copy its
 // WindowAt asked for (a slot set prepared again under the caller gave
 // most samples the slot's whole, stale buffer).
-func TestSlideSamplesIntact(t *testing.T) {
-	tg, _, p := manyThreads(t, "200", "2")
+func TestSlideSamplesIntact(t *testing.T) { forModes(t, testSlideSamplesIntact) }
+
+func testSlideSamplesIntact(t *testing.T, lazy bool) {
+	tg, _, p := manyThreads(t, lazy, "200", "2")
 	bad, calls := 0, 0
-	err := p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, MaxWindow: 4096,
+	err := p.SampleBatch(toSample(t, p), BatchOptions{StackWindow: 4096, MaxWindow: 4096,
 		WindowAt: func(int, *regs.Set) int { return 256 }, Release: true, Overlap: true},
 		func(i int, s *Sample, err error) bool {
 			calls++
@@ -192,10 +218,12 @@ func runBounded(t *testing.T, fn func()) (panicked any) {
 
 // A panic on the tracer thread (here in WindowAt) reaches the caller of a
 // sliding batch, and no thread stays stopped or traced after Detach.
-func TestSlideTracerPanic(t *testing.T) {
-	tg, _, p := manyThreads(t, "50", "1")
+func TestSlideTracerPanic(t *testing.T) { forModes(t, testSlideTracerPanic) }
+
+func testSlideTracerPanic(t *testing.T, lazy bool) {
+	tg, _, p := manyThreads(t, lazy, "50", "1")
 	got := runBounded(t, func() {
-		p.SampleBatch(p.Threads(), BatchOptions{StackWindow: 4096, Overlap: true,
+		p.SampleBatch(toSample(t, p), BatchOptions{StackWindow: 4096, Overlap: true,
 			WindowAt: func(int, *regs.Set) int { panic("boom") }},
 			func(int, *Sample, error) bool { return true })
 	})
@@ -206,11 +234,13 @@ func TestSlideTracerPanic(t *testing.T) {
 }
 
 // A sliding batch on a closed Tracer returns ErrTracerClosed.
-func TestSlideTracerClosed(t *testing.T) {
+func TestSlideTracerClosed(t *testing.T) { forModes(t, testSlideTracerClosed) }
+
+func testSlideTracerClosed(t *testing.T, lazy bool) {
 	tg := startTarget(t, "many", "5", "1")
 	tr := NewTracer()
-	p := attach(t, tr, tg.pid)
-	tids := p.Threads()
+	p := attachIn(t, tr, tg.pid, lazy)
+	tids := toSample(t, p)
 	tr.Close()
 	var err error
 	runBounded(t, func() {
@@ -224,13 +254,55 @@ func TestSlideTracerClosed(t *testing.T) {
 }
 
 // manyThreads starts the "many" target (n threads, spinners of them
-// spinning) and attaches a Tracer, closed when the test ends.
-func manyThreads(t *testing.T, n, spinners string) (*target, *Tracer, *Process) {
+// spinning) and attaches a Tracer (lazily: AttachLazy), closed when the
+// test ends.
+func manyThreads(t *testing.T, lazy bool, n, spinners string) (*target, *Tracer, *Process) {
 	t.Helper()
 	tg := startTarget(t, "many", n, spinners)
 	tr := NewTracer()
 	t.Cleanup(tr.Close)
-	return tg, tr, attach(t, tr, tg.pid)
+	return tg, tr, attachIn(t, tr, tg.pid, lazy)
+}
+
+// forModes runs a slide test with the process attached whole (Attach)
+// and lazily (AttachLazy), the two ways a dump attaches.
+func forModes(t *testing.T, test func(t *testing.T, lazy bool)) {
+	t.Run("eager", func(t *testing.T) { test(t, false) })
+	t.Run("lazy", func(t *testing.T) { test(t, true) })
+}
+
+// attachIn attaches pid with Attach, or with lazy AttachLazy, which must
+// then attach lazily.
+func attachIn(t testing.TB, tr *Tracer, pid int, lazy bool) *Process {
+	t.Helper()
+	if !lazy {
+		return attach(t, tr, pid)
+	}
+	p, err := tr.AttachLazy(pid)
+	if err != nil {
+		t.Fatalf("AttachLazy(%d): %v", pid, err)
+	}
+	if !p.Lazy() {
+		t.Fatalf("AttachLazy(%d) attached every thread", pid)
+	}
+	if got := p.Threads(); len(got) != 1 || got[0] != pid {
+		t.Fatalf("AttachLazy(%d) traces %v, want the main thread only", pid, got)
+	}
+	return p
+}
+
+// toSample lists the threads a batch of p is to sample: the traced
+// ones, or lazily all of /proc's.
+func toSample(t testing.TB, p *Process) []int {
+	t.Helper()
+	if !p.Lazy() {
+		return p.Threads()
+	}
+	tids, err := p.ListThreads()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tids
 }
 
 // detachUntraced checks that no thread of pid is left in a ptrace stop,

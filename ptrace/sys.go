@@ -15,6 +15,14 @@ import (
 // EXITKILL is deliberately absent: if stacktop dies, its targets live on.
 const seizeOptions = unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC
 
+// lazySeizeOptions are set on the threads of a lazy Process (AttachLazy):
+// TRACEEXEC for the same reason, and no TRACECLONE. Its thread list is
+// /proc's, listed again until it holds no new thread, so a thread created
+// during the dump is seized and sampled by a later batch anyway;
+// TRACECLONE would only make the kernel stop every new thread of the
+// (seized) main thread until the tracer resumed it, and add tracees.
+const lazySeizeOptions = unix.PTRACE_O_TRACEEXEC
+
 // ptraceReq issues one ptrace request. unix.PtraceSeize cannot pass options
 // and unix has no PTRACE_LISTEN wrapper, so every request goes through here.
 //
@@ -110,8 +118,8 @@ func blockSIGCHLD() error {
 	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)
 }
 
-func seize(tid int) error {
-	return ptraceReq(unix.PTRACE_SEIZE, tid, 0, seizeOptions)
+func seize(tid int, options uintptr) error {
+	return ptraceReq(unix.PTRACE_SEIZE, tid, 0, options)
 }
 
 // getRegset reads NT_PRSTATUS into buf (size bytes of the arch's layout).

@@ -8,7 +8,15 @@
 // detaches, on every path. OpenDump is the one-shot form for `stacktop
 // dump`: thread list, Freeze/Thaw, batches of samples that detach each
 // thread at its sample's stop, with each thread's name and state as /proc
-// showed it before the stop. Both run their
+// showed it before the stop. OpenDump attaches lazily
+// (ptrace.Tracer.AttachLazy): only the main thread at the open, which is
+// where a refusal shows; each other thread is seized by the batch that
+// samples it, just before its stop, so no thread is traced before its
+// turn nor after its sample, the tracer does not seize a thousand threads
+// before the first sample, and with only the threads in flight traced
+// one wait polls them all. Its thread list is then /proc's. A dump that
+// freezes, or a stopped process, is attached whole at the open. Both run
+// their
 // ptrace requests on a ptrace.Tracer, which serialises those of all
 // processes on its locked OS thread.
 //

@@ -19,10 +19,11 @@ var (
 	ErrThreadBlocked = ptrace.ErrThreadBlocked
 )
 
-// Dump is a one-shot hold on a process, for a pstack-style dump: every
-// thread attached (PTRACE_SEIZE), optionally frozen, each thread sampled
-// once. Its methods are used from one goroutine; Close detaches on every
-// path.
+// Dump is a one-shot hold on a process, for a pstack-style dump: each
+// thread sampled once, seized (PTRACE_SEIZE) by the batch that samples it
+// and detached at its sample (ptrace.Tracer.AttachLazy), or, for a frozen
+// dump and a stopped process, every thread attached at the open. Its
+// methods are used from one goroutine; Close detaches on every path.
 type Dump struct {
 	proc   *ptrace.Process
 	pid    int
@@ -79,7 +80,18 @@ type ThreadInfo struct {
 // OpenDump attaches to pid through tracer. stackWindow is the bytes copied
 // above SP while a thread is stopped (0: DefaultStackWindow) when SP is
 // not on a thread stack; on one, its used stack is copied (stacks.go).
-func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
+//
+// Only the main thread is seized here (ptrace.Tracer.AttachLazy), so a
+// refusal (permissions, ptrace_scope, a container) is an
+// *ptrace.AttachError here, as before; every other thread is seized by
+// the batch that samples it, right before its stop, and let go at its
+// sample. The tracer then never holds more than the main thread and the
+// threads in flight, which spares a 1,000-thread dump the seize of every
+// thread before the first sample and lets one wait for any tracee poll
+// all the threads in flight. With freeze (the caller will Freeze) every
+// thread is attached here instead, as a snapshot needs; so is a stopped
+// process, whose threads must each stay stopped from their seize on.
+func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int, freeze bool) (*Dump, error) {
 	if stackWindow <= 0 {
 		stackWindow = DefaultStackWindow
 	}
@@ -88,7 +100,11 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
 		d.tasks = tasks
 		d.early = prefetchStats(pid, tasks)
 	}
-	proc, err := tracer.Attach(pid)
+	attach := tracer.AttachLazy
+	if freeze {
+		attach = tracer.Attach
+	}
+	proc, err := attach(pid)
 	if err != nil {
 		d.Close()
 		return nil, err
@@ -97,11 +113,20 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int) (*Dump, error) {
 	return d, nil
 }
 
-// Threads lists the process's threads still attached, in the tracer's
-// order: not those Sample already let go. Threads created during a dump
-// by a thread still attached are attached by the kernel and show up in
-// the next listing.
-func (d *Dump) Threads() []int { return d.proc.Threads() }
+// Threads lists the process's threads to dump, ascending. Lazily
+// attached (the default), they are /proc's: every thread alive, those
+// Sample already let go included, so a thread created during the dump
+// shows up in the next listing. Attached whole (freeze, or a stopped
+// process), they are the threads still attached: not those Sample let
+// go; a thread created since is attached by the kernel (TRACECLONE) and
+// shows up in the next listing.
+func (d *Dump) Threads() []int {
+	if d.proc.Lazy() {
+		tids, _ := d.proc.ListThreads() // gone: nothing left to dump
+		return tids
+	}
+	return d.proc.Threads()
+}
 
 // PACMask is the process's pointer-authentication mask on arm64 (0
 // elsewhere).

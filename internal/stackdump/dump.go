@@ -141,7 +141,7 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		}
 		resolved <- newResolver{r, err}
 	}()
-	d, err := ptracesampler.OpenDump(tracer, pid, opt.StackWindow)
+	d, err := ptracesampler.OpenDump(tracer, pid, opt.StackWindow, opt.Freeze)
 	nr := <-resolved
 	if nr.r != nil {
 		defer nr.r.Close()
@@ -173,9 +173,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 		frozenAt = time.Now()
 	}
 
-	// Threads created while we dump are attached by the kernel (TRACECLONE)
-	// and show up in the next listing: keep going until a listing holds no
-	// thread we have not seen.
+	// Threads created while we dump show up in the next listing (/proc's,
+	// or with Freeze the kernel attached them: TRACECLONE): keep going
+	// until a listing holds no thread we have not seen.
 	seen := map[int]bool{}
 	for {
 		var todo []int

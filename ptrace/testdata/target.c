@@ -13,6 +13,9 @@
 //                block, in turn, in libc's nanosleep, in a raw futex wait
 //                and in a raw read(2) on a pipe; prints "ready" once all
 //                are in place
+//   grow N MS    N blocking threads as many makes them; prints "ready",
+//                then the main thread adds one more every MS ms (500 at
+//                most)
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -132,6 +135,21 @@ int main(int argc, char **argv) {
     while (many_started < n) usleep(1000);
     usleep(20000); // let the last ones reach their blocking call
     printf("ready\n");
+    for (;;) pause();
+  } else if (!strcmp(mode, "grow")) {
+    int n = argc > 2 ? atoi(argv[2]) : 10, ms = argc > 3 ? atoi(argv[3]) : 5;
+    if (pipe(many_pipe) != 0) return 1;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    for (long i = 0; i < n; i++) pthread_create(&t, &attr, blocker, (void *)i);
+    while (many_started < n) usleep(1000);
+    printf("ready\n");
+    for (long i = n; i < n + 500; i++) {
+      struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+      nanosleep(&ts, 0);
+      pthread_create(&t, &attr, blocker, (void *)i);
+    }
     for (;;) pause();
   } else if (!strcmp(mode, "exit")) {
     int ms = argc > 2 ? atoi(argv[2]) : 100;
