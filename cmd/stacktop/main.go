@@ -25,6 +25,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+
+	"stacktop/internal/selfsched"
 )
 
 // exitUsage is the sysexits EX_USAGE code every subcommand uses for bad flags.
@@ -51,6 +53,7 @@ func usage() {
 }
 
 func main() {
+	selfsched.Settle(len(os.Args) > 1 && os.Args[1] == "dump") // (package early)
 	if len(os.Args) < 2 {
 		usage()
 		os.Exit(exitUsage)

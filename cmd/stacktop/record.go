@@ -19,6 +19,7 @@ import (
 	"stacktop/internal/fleet"
 	"stacktop/internal/outfile"
 	"stacktop/internal/perfevent"
+	"stacktop/internal/selfsched"
 	"stacktop/internal/session"
 	"stacktop/internal/spawn"
 	"stacktop/procmaps"
@@ -36,8 +37,9 @@ const (
 )
 
 func init() {
-	// The helper that starts `-- CMD` is this binary (see spawn.Cmd).
-	spawn.RunHelper()
+	// The helper that starts `-- CMD` is this binary (see spawn.Cmd); it
+	// runs before main, so it settles package early's priority itself.
+	spawn.RunHelper(func() { selfsched.Settle(false) })
 	register(command{name: "record", brief: "sample a process (or a command) into a profile file", run: runRecord})
 }
 

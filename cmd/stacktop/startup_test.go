@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -93,4 +94,56 @@ func TestRecordTIDNotOfTarget(t *testing.T) {
 		t.Errorf("--tid of the target's main thread: exit %d\n%s", code, stderr)
 	}
 	checkUntraced(t, tg.PID())
+}
+
+// TestEarlyInitRunsFirst: package early's init, which raises a dump's
+// priority, runs before the initialisers that take most of the start-up
+// (regexps, gRPC, HTTP), as the binary's own init trace shows.
+func TestEarlyInitRunsFirst(t *testing.T) {
+	cmd := exec.Command(stacktopBin, "--version")
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	order := map[string]int{}
+	n := 0
+	for _, line := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "init" {
+			order[f[1]] = n
+			n++
+		}
+	}
+	early, ok := order["stacktop/internal/selfsched/early"]
+	if !ok {
+		t.Fatalf("no init of package early in the trace:\n%s", out)
+	}
+	for _, later := range []string{"regexp", "github.com/google/pprof/profile", "google.golang.org/grpc", "net/http", "earlytty"} {
+		if i, ok := order[later]; ok && i < early {
+			t.Errorf("%s initialised before package early (%d < %d)", later, i, early)
+		}
+	}
+	if early > n/4 {
+		t.Errorf("package early initialised %d of %d: not among the first", early, n)
+	}
+}
+
+// TestSettleRestoresNice: a command other than dump runs at the nice value
+// it was started with, though package early raised it during the
+// initialisers: a program record starts inherits it.
+func TestSettleRestoresNice(t *testing.T) {
+	needRoot(t)
+	out := filepath.Join(t.TempDir(), "p.folded")
+	cmd := exec.Command(stacktopBin, "record", "-o", out, "--", "nice")
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("record -- nice: %v", err)
+	}
+	self, err := exec.Command("nice").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != strings.TrimSpace(string(self)) {
+		t.Errorf("the recorded program ran at nice %s, want %s (stacktop's own start)", strings.TrimSpace(string(got)), strings.TrimSpace(string(self)))
+	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"stacktop/internal/selfsched/early"
 	"stacktop/procmaps"
 )
 
@@ -45,6 +46,22 @@ func ForDump() {
 	}
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
+	}
+}
+
+// Settle ends the raise of package early for every command but dump: it
+// gives each thread of the program the nice value the program started
+// with (threads the runtime and the initialisers started since inherited
+// the raised one). Call it first thing in main.
+func Settle(dump bool) {
+	prev, ok := early.Raised()
+	if !ok || dump {
+		return
+	}
+	if tids, err := procmaps.Threads(os.Getpid()); err == nil {
+		for _, tid := range tids {
+			unix.Setpriority(unix.PRIO_PROCESS, tid, prev) // lowering needs no permission
+		}
 	}
 }
 

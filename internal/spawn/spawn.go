@@ -34,9 +34,14 @@ const ExitFailed = 125
 const helperEnv = "STACKTOP_RECORD_SPAWN"
 
 // RunHelper runs the helper and exits when this process is one (the
-// environment says so); otherwise it returns at once.
-func RunHelper() {
+// environment says so); otherwise it returns at once. settle, if not nil,
+// runs first in the helper: what the program's start-up changed that the
+// command must not inherit (its priority) is undone there.
+func RunHelper(settle func()) {
 	if os.Getenv(helperEnv) == "1" {
+		if settle != nil {
+			settle()
+		}
 		os.Exit(helper(os.Args[1:]))
 	}
 }

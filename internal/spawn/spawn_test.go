@@ -10,7 +10,7 @@ import (
 
 // TestMain lets the test binary be its own helper, as stacktop is.
 func TestMain(m *testing.M) {
-	RunHelper()
+	RunHelper(nil)
 	os.Exit(m.Run())
 }
 
