@@ -317,3 +317,34 @@ func FuzzUnmarshalFuncNames(f *testing.F) {
 		}
 	})
 }
+
+// TestUnmarshalTableParents: a parent index that is earlier than its
+// symbol but not the symbol that encloses it passes every check
+// UnmarshalTable makes, and Lookup then misses the enclosing function:
+// decoding must reject it (or work the parents out itself), since
+// Lookup's answer rests on each parent being the innermost enclosing
+// earlier symbol.
+func TestUnmarshalTableParents(t *testing.T) {
+	tab, err := loadReaderAt(bytes.NewReader(tinyELF([]tinySym{
+		{"outer", 0x1000, 0x20, 0x12}, {"inner", 0x1008, 0x4, 0x02},
+	})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := tab.Lookup(0x1010); !ok || s.Name != "outer" {
+		t.Fatalf("built table: Lookup(0x1010) = %q, %v; want outer", s.Name, ok)
+	}
+	b, err := tab.AppendBinary(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Symbol 1 ("inner"): its parent, 0, becomes -1.
+	binary.LittleEndian.PutUint32(b[tableHeaderLen+tableRecordLen+24:], ^uint32(0))
+	got, err := UnmarshalTable(b)
+	if err != nil {
+		return // rejected: good
+	}
+	if s, ok := got.Lookup(0x1010); !ok || s.Name != "outer" {
+		t.Errorf("decoded table with a wrong parent: Lookup(0x1010) = %q, %v; want outer (or a decoding error)", s.Name, ok)
+	}
+}
