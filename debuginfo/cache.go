@@ -49,8 +49,9 @@ type Cache struct {
 	Dir string
 }
 
-// DefaultCacheDir is where stacktop keeps its DWARF cache: stacktop/dwarf
-// under the user's cache directory ($XDG_CACHE_HOME, else ~/.cache).
+// DefaultCacheDir is where stacktop keeps its DWARF cache (and the symbol
+// tables of objcache.go): stacktop/dwarf under the user's cache directory
+// ($XDG_CACHE_HOME, else ~/.cache).
 func DefaultCacheDir() string {
 	d, err := os.UserCacheDir()
 	if err != nil {

@@ -32,10 +32,13 @@
 // the frames are not ready (the sampling engine's ticks use it).
 //
 // A Cache (NewLinesCached) keeps the decompressed prefixes in files keyed
-// by build ID under the user's cache directory, so a later run maps them
-// instead of inflating again, touching and checking only the blocks its
+// by build ID under the user's cache directory, so a later run reads them
+// instead of inflating again, reading and checking only the blocks its
 // lookups reach; SaveCache writes what a run added. cache.go explains why
-// a damaged or concurrent cache never gives a wrong answer. Uncompressed
+// a damaged or concurrent cache never gives a wrong answer. The same
+// directory keeps payloads its callers make from an object's symbol tables
+// (Cache.Load and Store, objcache.go: the resolver's merged symbol table
+// and function names), framed, keyed and summed the same way. Uncompressed
 // sections of an object on disk are mapped too (section.go).
 //
 // CallSites (callsites.go) reads an object's DWARF call-site records

@@ -52,6 +52,9 @@ func (c *Cache) Store(buildID, kind, key string, payload []byte) error {
 	if !ok {
 		return nil
 	}
+	if uint64(len(payload))+uint64(len(key)) > objCacheMax-64 {
+		return fmt.Errorf("debuginfo: %s of %s: %d bytes, more than the cache reads back", kind, buildID, len(payload))
+	}
 	le := binary.LittleEndian
 	h := []byte(objCacheMagic)
 	h = le.AppendUint32(h, uint32(len(key)))

@@ -142,12 +142,12 @@ func FuzzObjectCacheFile(f *testing.F) {
 	fuzzbudget.Limit(f)
 	dir := f.TempDir()
 	c := &Cache{Dir: dir}
-	// One symbol "f" at 0x1000, 16 bytes, no parent (symbols.AppendBinary's form).
+	// One symbol "f" at 0x1000, 16 bytes (symbols.AppendBinary's form).
 	one := binary.LittleEndian.AppendUint32(nil, 1)
 	one = binary.LittleEndian.AppendUint32(one, 1)
 	one = binary.LittleEndian.AppendUint64(one, 0x1000)
 	one = binary.LittleEndian.AppendUint64(one, 0x10)
-	one = append(one, 0, 0, 0, 0, 1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 'f')
+	one = append(one, 0, 0, 0, 0, 1, 0, 0, 0, 'f')
 	if _, err := symbols.UnmarshalTable(one); err != nil {
 		f.Fatal(err)
 	}

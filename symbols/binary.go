@@ -14,17 +14,25 @@ import (
 //
 //	count   uint32            symbols
 //	strings uint32            bytes of names
-//	count records of 28 bytes: start, size uint64; name offset, name
-//	                           length uint32; parent int32
+//	count records of 24 bytes: start, size uint64; name offset, name
+//	                           length uint32
 //	strings bytes             the raw names, back to back
 //
-// The records are the Table's as built: ascending strictly by start, each
-// with its enclosing symbol (parent, -1 for none). UnmarshalTable checks
-// all of that: a Table it returns answers Lookup as the one encoded did,
-// and bad input is an error, never a panic or an endless parent chain.
+// The records are the Table's as built, ascending strictly by start;
+// UnmarshalTable checks that, and works out each symbol's enclosing one
+// itself (as build does) rather than trust a stored index: a Table it
+// returns answers Lookup as one built from the same symbols does, and bad
+// input is an error, never a panic or a wrong enclosing symbol.
+// BuildVersion names the rules that make a Table and FuncNames from an
+// object's symbols (which kinds are kept, which alias wins, how size-0
+// symbols extend, PLT names, FuncValues' filter). A cache of their
+// results keys on it, so that it does not outlive a change of them: bump
+// it with any such change.
+const BuildVersion = 1
+
 const (
 	tableHeaderLen = 8
-	tableRecordLen = 28
+	tableRecordLen = 24
 )
 
 // AppendBinary appends t's binary form to b.
@@ -46,7 +54,6 @@ func (t *Table) AppendBinary(b []byte) ([]byte, error) {
 		b = le.AppendUint64(b, s.Size)
 		b = le.AppendUint32(b, uint32(off))
 		b = le.AppendUint32(b, uint32(len(s.Raw)))
-		b = le.AppendUint32(b, uint32(t.parent[i]))
 		off += len(s.Raw)
 	}
 	for i := range t.syms {
@@ -74,7 +81,6 @@ func UnmarshalTable(b []byte) (*Table, error) {
 	t := &Table{
 		starts:    make([]uint64, n),
 		syms:      make([]Symbol, n),
-		parent:    make([]int32, n),
 		demangled: make([]atomic.Pointer[string], n),
 	}
 	for i := range t.syms {
@@ -82,7 +88,6 @@ func UnmarshalTable(b []byte) (*Table, error) {
 		r := b[off : off+tableRecordLen]
 		start, size := le.Uint64(r), le.Uint64(r[8:])
 		nameOff, nameLen := uint64(le.Uint32(r[16:])), uint64(le.Uint32(r[20:]))
-		parent := int32(le.Uint32(r[24:]))
 		switch {
 		case i > 0 && start <= t.starts[i-1]:
 			return bad(off, "symbol %d starts at %#x, not above symbol %d's %#x", i, start, i-1, t.starts[i-1])
@@ -94,8 +99,6 @@ func UnmarshalTable(b []byte) (*Table, error) {
 			return bad(off+16, "symbol %d's name [%d, +%d) is past the %d bytes of names", i, nameOff, nameLen, strs)
 		case nameLen == 0:
 			return bad(off+20, "symbol %d has no name", i)
-		case parent < -1 || int(parent) >= i:
-			return bad(off+24, "symbol %d's parent %d is not an earlier symbol", i, parent)
 		}
 		raw := names[nameOff : nameOff+nameLen]
 		name := raw
@@ -104,8 +107,8 @@ func UnmarshalTable(b []byte) (*Table, error) {
 		}
 		t.starts[i] = start
 		t.syms[i] = Symbol{Name: name, Raw: raw, Start: start, Size: size}
-		t.parent[i] = parent
 	}
+	t.linkParents()
 	return t, nil
 }
 

@@ -463,6 +463,13 @@ func build(cands []candidate) *Table {
 	}
 
 	t.demangled = make([]atomic.Pointer[string], len(t.syms))
+	t.linkParents()
+	return t
+}
+
+// linkParents sets parent from syms (sorted by start): for each symbol,
+// the innermost earlier one that encloses its start.
+func (t *Table) linkParents() {
 	t.parent = make([]int32, len(t.syms))
 	var open []int32 // candidates for enclosing later symbols
 	for i := range t.syms {
@@ -476,5 +483,4 @@ func build(cands []candidate) *Table {
 		}
 		open = append(open, int32(i))
 	}
-	return t
 }

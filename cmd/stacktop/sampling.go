@@ -69,9 +69,9 @@ func (f *samplingFlags) sessionOptions() session.Options {
 		Resolve:     f.resolveOptions(resolve.SymbolOptions{AsyncLines: true, CacheDir: dwarfCacheDir()})}
 }
 
-// dwarfCacheDir is where decompressed DWARF is kept between runs (see
-// debuginfo.Cache): under the user's cache directory, unless
-// STACKTOP_NO_CACHE is set.
+// dwarfCacheDir is where decompressed DWARF, symbol tables and function
+// names are kept between runs (see debuginfo.Cache): under the user's
+// cache directory, unless STACKTOP_NO_CACHE is set.
 func dwarfCacheDir() string {
 	if os.Getenv("STACKTOP_NO_CACHE") != "" {
 		return ""

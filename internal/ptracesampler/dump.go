@@ -176,10 +176,12 @@ func (d *Dump) PACMask() uint64 {
 	return m
 }
 
-// UseMaps gives the process's maps, read since the attach began, for the
-// next batch to find the threads' stacks in, instead of reading them
-// again (for 1,000 threads, 2,000 lines: a millisecond or two of kernel
-// time before any thread is sampled). Later batches read them afresh.
+// UseMaps gives the process's maps, read just before the attach or during
+// it, for the next batch to find the threads' stacks in, instead of
+// reading them again (for 1,000 threads, 2,000 lines: a millisecond or
+// two of kernel time before any thread is sampled). Later batches read
+// them afresh. A stack missing from them (a thread created since) only
+// makes its copy the fixed window.
 func (d *Dump) UseMaps(maps []procmaps.Mapping) { d.maps = maps }
 
 // Freeze stops every thread until Thaw (a consistent snapshot).

@@ -61,8 +61,9 @@ func (r *Resolver) PrefetchCommon() {
 
 // isCLibrary reports whether path names a C library: glibc's libc.so.6
 // (or an old libc-2.NN.so), or musl's, which is also its dynamic linker.
+// A guess that names another library costs only its load.
 func isCLibrary(path string) bool {
 	base := filepath.Base(path)
-	return strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-") ||
+	return strings.HasPrefix(base, "libc.so") || strings.HasPrefix(base, "libc-2.") ||
 		strings.HasPrefix(base, "ld-musl-") || strings.HasPrefix(base, "libc.musl-")
 }

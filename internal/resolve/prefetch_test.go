@@ -53,12 +53,11 @@ func TestPrefetchLines(t *testing.T) {
 	for _, w := range walks {
 		target.PrefetchLines(w)
 	}
-	// A load still under way starts the lines when it ends.
-	target.syms.mu.Lock()
-	for _, ms := range target.syms.mods {
-		<-ms.loaded
+	// A load still under way starts the lines when it ends (just
+	// after closing loaded): wait for them to start.
+	for deadline := time.Now().Add(20 * time.Second); started() < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
-	target.syms.mu.Unlock()
 	if n := started(); n < 2 {
 		t.Fatalf("line tables of %d modules started loading, want the program's and libc's", n)
 	}
@@ -115,6 +114,7 @@ func TestIsCLibrary(t *testing.T) {
 		"/usr/lib/libc.musl-x86_64.so.1":      true,
 		"/usr/lib/x86_64-linux-gnu/libcap.so": false,
 		"/usr/lib/libcrypto.so.3":             false,
+		"/usr/lib/libc-client.so.2007e":       false,
 		"/usr/bin/libc":                       false,
 		"/lib64/ld-linux-x86-64.so.2":         false,
 	} {
@@ -165,6 +165,19 @@ func TestSymbolTableCached(t *testing.T) {
 	if fi2, err := os.Stat(path); err != nil || !fi2.ModTime().Equal(fi.ModTime()) {
 		t.Fatalf("the cache file was written again (%v): not read back", err)
 	}
+	// Built from other files (here: a debug file of another size and
+	// time): not believed, built again, written again.
+	libc.Key.Size++
+	time.Sleep(10 * time.Millisecond)
+	if got := load(); !slices.Equal(got, built) {
+		t.Fatal("the table built under another key differs")
+	}
+	fi3, err := os.Stat(path)
+	if err != nil || fi3.ModTime().Equal(fi.ModTime()) {
+		t.Fatalf("a table cached for other files was used (%v)", err)
+	}
+	libc.Key.Size--
+	load() // (cached for the real key again)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)

@@ -135,7 +135,10 @@ func (r *Resolver) arch() regs.Arch {
 }
 
 // Close saves what this run added to the DWARF cache and releases the
-// debug files. It is safe to call more than once.
+// debug files, once the loads under way (symbol and line tables, call
+// sites, function names: without a cache, up to hundreds of ms) are done:
+// they read those files. It is safe to call more than once, not while a
+// walk or naming runs; a Resolver is not used after it.
 func (r *Resolver) Close() error {
 	if r.tails != nil {
 		r.tails.running.Wait()

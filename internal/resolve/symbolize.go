@@ -24,8 +24,9 @@ type SymbolOptions struct {
 	// periodic engine, whose ticks must not stall, names such stacks
 	// again later; dump waits).
 	AsyncLines bool
-	// CacheDir keeps the decompressed DWARF that lookups needed from one
-	// run to the next (see debuginfo.Cache); "" for none.
+	// CacheDir keeps, from one run to the next, the decompressed DWARF
+	// that lookups needed and each module's symbol table and function
+	// names (see debuginfo.Cache); "" for none.
 	CacheDir string
 }
 
@@ -76,9 +77,10 @@ func (s *symbolizer) close() {
 	s.mu.Unlock()
 	for _, ms := range mods {
 		<-ms.loaded
-		if ms.linesStarted.Load() {
-			<-ms.linesDone
-		}
+		// No line tables start from now on (a load that ends starts
+		// those asked for meanwhile); wait for any under way.
+		ms.linesOnce.Do(func() { close(ms.linesDone) })
+		<-ms.linesDone
 		ms.saveCache()
 		if ms.debug != nil {
 			ms.debug.Close()
@@ -239,15 +241,15 @@ func objectCache(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string)
 	return &debuginfo.Cache{Dir: cacheDir}, key
 }
 
-// tableKey names the files m's symbol tables are read from, for the cache:
-// the object's size and time, its MiniDebugInfo's size, its debug file's
-// size and time. A module read from memory, or without a build ID, is not
+// tableKey names what m's cached symbol tables are made from, for the
+// cache: the rules (symbols.BuildVersion), the object's size and time, its
+// MiniDebugInfo's size, its debug file's size and time. A module read from memory, or without a build ID, is not
 // cached.
 func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok bool) {
 	if m.Source == procmaps.SourceImage || m.BuildID == "" || m.Key.Size == 0 {
 		return "", false
 	}
-	key = fmt.Sprintf("object %d %d", m.Key.Size, m.Key.MtimeNS)
+	key = fmt.Sprintf("symbols v%d; object %d %d", symbols.BuildVersion, m.Key.Size, m.Key.MtimeNS)
 	if sec := m.File.Section(".gnu_debugdata"); sec != nil {
 		key += fmt.Sprintf("; minidebuginfo %d", sec.FileSize)
 	}
@@ -307,6 +309,22 @@ func (s *symbolizer) prefetch(r *Resolver, m *modules.Module, lines bool) {
 // soon as the debug file is known, if wanted, so the two loads overlap.
 // Debug info that cannot be read costs names, never the frame.
 func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
+	var located, loaded bool
+	defer func() {
+		// The parsers recover from bad input themselves; a panic that
+		// still reaches here costs the module's names, not the program
+		// (on a goroutine of its own it would end a dump before its
+		// threads were let go), and no waiter hangs.
+		if p := recover(); p != nil {
+			ms.table = nil
+		}
+		if !located {
+			close(ms.located)
+		}
+		if !loaded {
+			close(ms.loaded)
+		}
+	}()
 	var extra []*elf.File
 	if m.Source != procmaps.SourceImage {
 		loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
@@ -316,11 +334,13 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 		}
 	}
 	close(ms.located)
+	located = true
 	if ms.wantLines.Load() {
 		ms.startLines(m, cacheDir)
 	}
 	ms.table = loadTable(m, ms.debug, extra, cacheDir)
 	close(ms.loaded)
+	loaded = true
 	if ms.wantLines.Load() { // asked for while the table loaded
 		ms.startLines(m, cacheDir)
 	}

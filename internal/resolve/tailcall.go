@@ -115,6 +115,11 @@ func (s *symbolizer) startCallSites(r *Resolver, m *modules.Module, cacheDir str
 		go func() {
 			defer r.tails.running.Done()
 			defer close(mc.done)
+			defer func() {
+				if recover() != nil { // (see load)
+					mc.sites = nil
+				}
+			}()
 			ms := s.located(r, m) // (the line tables read the debug file)
 			ms.startLines(m, cacheDir)
 			// The line tables' DWARF, decompressed once for both.
@@ -140,6 +145,11 @@ func (s *symbolizer) startNames(r *Resolver, m *modules.Module) *moduleCallSites
 		go func() {
 			defer r.tails.running.Done()
 			defer close(mc.namesDone)
+			defer func() {
+				if recover() != nil { // (see load)
+					mc.names = nil
+				}
+			}()
 			ms := s.located(r, m)
 			mc.names = loadFuncNames(m, ms.debug, r.opts.Symbols.CacheDir)
 		}()
