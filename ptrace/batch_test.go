@@ -296,7 +296,6 @@ func TestSignalsDuringBatches(t *testing.T) {
 		}
 	}()
 	const nRT = 3000
-	rtsig := syscall.Signal(34 + 6) // glibc SIGRTMIN is 34
 	for i := 0; i < nRT; i++ {
 		if err := syscall.Kill(tg.pid, rtsig); err != nil {
 			t.Fatal(err)
@@ -506,21 +505,8 @@ func TestBatchReleaseSignals(t *testing.T) {
 	tg := startTarget(t, "signals")
 	tr := NewTracer()
 	defer tr.Close()
-	const nRT, minRounds = 2000, 20
-	rtsig := syscall.Signal(34 + 6) // glibc SIGRTMIN is 34
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		for i := 0; i < nRT; i++ {
-			if err := syscall.Kill(tg.pid, rtsig); err != nil {
-				t.Error(err)
-				return
-			}
-			if i%50 == 0 {
-				time.Sleep(time.Millisecond)
-			}
-		}
-	}()
+	const minRounds = 20
+	sent := rtStorm(t, tg.pid)
 	rounds := 0
 	for done := false; !done || rounds < minRounds; rounds++ {
 		select {
@@ -548,7 +534,7 @@ func TestBatchReleaseSignals(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	syscall.Kill(tg.pid, syscall.SIGTERM)
 	got := strings.TrimSpace(readAllLine(t, tg.out))
-	if want := fmt.Sprintf("usr1=0 rt=%d", nRT+rounds); got != want {
+	if want := fmt.Sprintf("usr1=0 rt=%d", stormRT+rounds); got != want {
 		t.Fatalf("target counted %q, want %q", got, want)
 	}
 	if n := tr.batch.releasedSignals; n < int64(rounds/2) {

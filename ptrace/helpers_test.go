@@ -243,3 +243,29 @@ func readAllLine(t testing.TB, r io.Reader) string {
 	b, _ := io.ReadAll(r)
 	return string(b)
 }
+
+// rtsig is the real-time signal the "signals" target counts (glibc's
+// SIGRTMIN is 34); stormRT how many rtStorm sends.
+const (
+	rtsig   = syscall.Signal(34 + 6)
+	stormRT = 2000
+)
+
+// rtStorm sends stormRT rtsig signals to pid from a goroutine, a
+// millisecond's pause every 50; the channel closes when all are sent.
+func rtStorm(t *testing.T, pid int) <-chan struct{} {
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		for i := 0; i < stormRT; i++ {
+			if err := syscall.Kill(pid, rtsig); err != nil {
+				t.Error(err)
+				return
+			}
+			if i%50 == 0 {
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	return sent
+}

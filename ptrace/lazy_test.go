@@ -254,21 +254,7 @@ func TestLazyAlreadyStopped(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
-	time.Sleep(50 * time.Millisecond)
-	for _, tid := range mustThreads(t, tg.pid) {
-		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); st != 'T' {
-			t.Errorf("thread %d state %c after the dump, want T", tid, st)
-		}
-	}
-	if after := cpuTicks(t, tg.pid); after != before {
-		t.Errorf("stopped process ran: %d -> %d ticks", before, after)
-	}
-	syscall.Kill(tg.pid, syscall.SIGCONT)
-	waitState(t, tg.pid, "RS")
+	detachStillStopped(t, p, tg.pid, before)
 }
 
 // A process stopped (SIGSTOP) after AttachLazy stays stopped through a
@@ -292,21 +278,7 @@ func TestLazyStoppedAfterOpen(t *testing.T) {
 			t.Errorf("thread %d: %v", tid, err)
 		}
 	}
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
-	time.Sleep(50 * time.Millisecond)
-	for _, tid := range mustThreads(t, tg.pid) {
-		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", tg.pid, tid)); st != 'T' {
-			t.Errorf("thread %d state %c after the dump, want T", tid, st)
-		}
-	}
-	if after := cpuTicks(t, tg.pid); after != before {
-		t.Errorf("stopped process ran: %d -> %d ticks", before, after)
-	}
-	syscall.Kill(tg.pid, syscall.SIGCONT)
-	waitState(t, tg.pid, "RS")
+	detachStillStopped(t, p, tg.pid, before)
 }
 
 // A lazy Process seizes only threads /proc listed for it: a TID of
@@ -346,21 +318,8 @@ func TestLazyReleaseSignals(t *testing.T) {
 	tg := startTarget(t, "signals")
 	tr := NewTracer()
 	defer tr.Close()
-	const nRT, minRounds = 2000, 20
-	rtsig := syscall.Signal(34 + 6) // glibc SIGRTMIN is 34
-	sent := make(chan struct{})
-	go func() {
-		defer close(sent)
-		for i := 0; i < nRT; i++ {
-			if err := syscall.Kill(tg.pid, rtsig); err != nil {
-				t.Error(err)
-				return
-			}
-			if i%50 == 0 {
-				time.Sleep(time.Millisecond)
-			}
-		}
-	}()
+	const minRounds = 20
+	sent := rtStorm(t, tg.pid)
 	rounds := 0
 	released := tr.batch.releasedSignals
 	for done := false; !done || rounds < minRounds; rounds++ {
@@ -385,7 +344,7 @@ func TestLazyReleaseSignals(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	syscall.Kill(tg.pid, syscall.SIGTERM)
 	got := strings.TrimSpace(readAllLine(t, tg.out))
-	if want := fmt.Sprintf("usr1=0 rt=%d", nRT+rounds); got != want {
+	if want := fmt.Sprintf("usr1=0 rt=%d", stormRT+rounds); got != want {
 		t.Fatalf("target counted %q, want %q", got, want)
 	}
 	if n := tr.batch.releasedSignals - released; n < int64(rounds/2) {
@@ -415,4 +374,26 @@ func TestLazyCloseAfterEarlyEnd(t *testing.T) {
 	tr.Close()
 	checkUntraced(t, tg.pid)
 	waitNoneStopped(t, tg.pid)
+}
+
+// detachStillStopped detaches p from the stopped process pid and checks
+// that it stayed stopped (every thread T, no CPU time since before), then
+// resumes it.
+func detachStillStopped(t *testing.T, p *Process, pid int, before uint64) {
+	t.Helper()
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	checkUntraced(t, pid)
+	time.Sleep(50 * time.Millisecond)
+	for _, tid := range mustThreads(t, pid) {
+		if st, _ := statField(t, fmt.Sprintf("/proc/%d/task/%d/stat", pid, tid)); st != 'T' {
+			t.Errorf("thread %d state %c after the dump, want T", tid, st)
+		}
+	}
+	if after := cpuTicks(t, pid); after != before {
+		t.Errorf("stopped process ran: %d -> %d ticks", before, after)
+	}
+	syscall.Kill(pid, syscall.SIGCONT)
+	waitState(t, pid, "RS")
 }

@@ -121,18 +121,9 @@ func TestUnmarshalTableRejects(t *testing.T) {
 		{"name past the strings", 16, func(b []byte) { le.PutUint32(rec(b, 1)[16:], 1<<31) }},
 		{"empty name", 20, func(b []byte) { le.PutUint32(rec(b, 1)[20:], 0) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			spoilt := slices.Clone(b)
-			tc.spoil(spoilt)
-			_, err := UnmarshalTable(spoilt)
-			var fe *FormatError
-			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FormatError", err)
-			}
-			want := fmt.Sprintf("offset %d:", tableHeaderLen+tableRecordLen+tc.field)
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("err = %q, want it at %s", err, want)
-			}
+		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+tableRecordLen+tc.field, func(b []byte) error {
+			_, err := UnmarshalTable(b)
+			return err
 		})
 	}
 }
@@ -290,20 +281,28 @@ func TestUnmarshalFuncNamesRejects(t *testing.T) {
 		{"past the strings", 8, func(b []byte) { le.PutUint32(rec(b, 1)[8:], 1<<31) }},
 		{"not ascending", 8, func(b []byte) { copy(rec(b, 1)[8:16], rec(b, 0)[8:16]) }},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			spoilt := slices.Clone(b)
-			tc.spoil(spoilt)
-			_, err := UnmarshalFuncNames(spoilt)
-			var fe *FormatError
-			if !errors.As(err, &fe) {
-				t.Fatalf("err = %v, want a *FormatError", err)
-			}
-			want := fmt.Sprintf("offset %d:", tableHeaderLen+funcNameRecordLen+tc.field)
-			if !strings.Contains(err.Error(), want) {
-				t.Errorf("err = %q, want it at %s", err, want)
-			}
+		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+funcNameRecordLen+tc.field, func(b []byte) error {
+			_, err := UnmarshalFuncNames(b)
+			return err
 		})
 	}
+}
+
+// checkRejected decodes a copy of b that spoil changed and wants a
+// *FormatError at offset at.
+func checkRejected(t *testing.T, name string, b []byte, spoil func([]byte), at int, decode func([]byte) error) {
+	t.Run(name, func(t *testing.T) {
+		spoilt := slices.Clone(b)
+		spoil(spoilt)
+		err := decode(spoilt)
+		var fe *FormatError
+		if !errors.As(err, &fe) {
+			t.Fatalf("err = %v, want a *FormatError", err)
+		}
+		if want := fmt.Sprintf("offset %d:", at); !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %q, want it at %s", err, want)
+		}
+	})
 }
 
 // FuzzUnmarshalFuncNames: arbitrary bytes decode to an error or to names

@@ -133,15 +133,7 @@ func TestSymbolTableCached(t *testing.T) {
 	target := openTarget(t, tg.PID())
 	dir := t.TempDir()
 	target.opts.Symbols.CacheDir = dir
-	var libc *modules.Module
-	for i := range target.space.Exec {
-		if m := target.space.Exec[i].Module; m != nil && isCLibrary(m.Path) {
-			libc = m
-		}
-	}
-	if libc == nil || libc.BuildID == "" {
-		t.Skip("no libc with a build ID")
-	}
+	libc := cLibrary(t, target)
 	path := filepath.Join(dir, libc.BuildID, "symtab")
 	load := func() []symbols.Symbol {
 		t.Helper()
@@ -198,15 +190,7 @@ func TestFuncNamesCached(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "chains-sframe3")
 	target := openTarget(t, tg.PID())
-	var libc *modules.Module
-	for i := range target.space.Exec {
-		if m := target.space.Exec[i].Module; m != nil && isCLibrary(m.Path) {
-			libc = m
-		}
-	}
-	if libc == nil || libc.BuildID == "" {
-		t.Skip("no libc with a build ID")
-	}
+	libc := cLibrary(t, target)
 	ms := target.syms.located(target.Resolver, libc)
 	var debug *elf.File
 	if ms.debug != nil {
@@ -239,4 +223,17 @@ func TestFuncNamesCached(t *testing.T) {
 		mtime = fi.ModTime()
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// cLibrary is target's C library module, which the cache tests need with
+// a build ID (they skip without one).
+func cLibrary(t *testing.T, target *liveTarget) *modules.Module {
+	t.Helper()
+	for i := range target.space.Exec {
+		if m := target.space.Exec[i].Module; m != nil && isCLibrary(m.Path) && m.BuildID != "" {
+			return m
+		}
+	}
+	t.Skip("no libc with a build ID")
+	return nil
 }
