@@ -7,6 +7,7 @@
 # and futex system calls); the 1-thread process is coreutils' sleep.
 # libc6-dbg (Debian's separate debug files of libc), gdb and elfutils are
 # installed if missing, so every tool sees the same debug information.
+# Every tool is timed alike: the shell's clock around the command alone.
 #
 # Each round runs every tool once on each process, in turn, so load changes
 # hit all alike; the medians over ROUNDS (default 5) are the figures. The
@@ -18,9 +19,10 @@
 # untimed stacktop dump of each process before the first round fills
 # stacktop's DWARF cache, so every round measures a warm cache (a user's
 # second dump; the first inflates libc's DWARF and writes the cache). For
-# stacktop it also reports the peak RSS (/usr/bin/time) and the longest
-# time any single thread stayed stopped (stacktop's own measure: from the
-# last poll that found the thread running to its resume, an upper bound).
+# stacktop it also reports the peak RSS (/usr/bin/time, in an extra
+# untimed run) and the longest time any single thread stayed stopped
+# (stacktop's own measure: from the last poll that found the thread
+# running to its resume, an upper bound).
 # Each round ends, for each process, with one untimed extra stacktop dump
 # and one gdb dump recorded with the kernel's scheduler tracepoints
 # (bench/stoptimes.sh: a stop runs from the thread's switch-out in a ptrace
@@ -81,10 +83,15 @@ keep() { vals[$1]+="$2 "; }
 stacktop_run() { # stacktop_run KEY PID [FLAGS]: wall, RSS, longest stop
 	local key=$1 pid=$2 s e
 	shift 2
+	# Timed as gdb and eu-stack are, on its own: under /usr/bin/time the
+	# wall also held time's own start and fork, 5-6 ms more under the
+	# spinners (30 alternated runs each). The peak RSS comes from a second,
+	# untimed run under /usr/bin/time.
 	s=$(now_ns)
-	/usr/bin/time -f 'rss %M' -o "$work/time" "$stacktop" dump -p "$pid" "$@" >"$work/out" 2>"$work/err" || true
+	"$stacktop" dump -p "$pid" "$@" >"$work/out" 2>"$work/err" || true
 	e=$(now_ns)
 	local ms=$(((e - s) / 1000000))
+	/usr/bin/time -f 'rss %M' -o "$work/time" "$stacktop" dump -p "$pid" "$@" >/dev/null 2>&1 || true
 	local rss=$(awk '/^rss/ { printf "%.1f", $2 / 1024 }' "$work/time")
 	local maxstop=$(grep -o 'max [0-9.]*[µnm]*s' "$work/err" | tail -1 | awk '{print $2}')
 	local threads=$(grep -c '^TID' "$work/out" || true)
