@@ -43,7 +43,7 @@
 // debug file, not the symbol table): PrefetchLines starts them for the
 // modules of a walk, PrefetchCommon for the program and its C library
 // before any walk, and naming waits only for what a frame needs. Close
-// waits for loads under way before it closes the debug files they read.
+// does not wait for loads under way: their reads of the closed files fail.
 //
 // Names are kept per unwound frame (its PC, method and exactness) and per
 // callee and caller for tail calls (namecache.go): a thousand threads

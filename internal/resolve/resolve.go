@@ -135,14 +135,14 @@ func (r *Resolver) arch() regs.Arch {
 }
 
 // Close saves what this run added to the DWARF cache and releases the
-// debug files, once the loads under way (symbol and line tables, call
-// sites, function names: without a cache, up to hundreds of ms) are done:
-// they read those files. It is safe to call more than once, not while a
-// walk or naming runs; a Resolver is not used after it.
+// debug files. It does not wait for line tables, call sites or function
+// names still loading in the background (the engine's Run must end in
+// bounded time whatever the DWARF costs): their reads of a closed file
+// fail (os.File knows it is closed and keeps its descriptor until reads
+// under way return), and their results go unused. It is safe to call more
+// than once, not while a walk or naming runs; a Resolver is not used after
+// it.
 func (r *Resolver) Close() error {
-	if r.tails != nil {
-		r.tails.running.Wait()
-	}
 	r.syms.close()
 	return nil
 }

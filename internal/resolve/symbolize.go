@@ -69,18 +69,18 @@ type symbolizer struct {
 }
 
 // close saves what each module's lines added to the DWARF cache and closes
-// the debug files, once no goroutine of prefetch or startLines reads them.
+// the debug files.
 func (s *symbolizer) close() {
 	s.mu.Lock()
 	mods := s.mods
 	s.mods = nil
 	s.mu.Unlock()
 	for _, ms := range mods {
-		<-ms.loaded
-		// No line tables start from now on (a load that ends starts
-		// those asked for meanwhile); wait for any under way.
+		<-ms.loaded // (it sets debug; a symbol table is bounded work)
+		// No line tables start from now on (a load that just ended
+		// starts those asked for meanwhile). Those under way are not
+		// waited for (see Resolver.Close).
 		ms.linesOnce.Do(func() { close(ms.linesDone) })
-		<-ms.linesDone
 		ms.saveCache()
 		if ms.debug != nil {
 			ms.debug.Close()

@@ -34,9 +34,6 @@ import (
 type tailCalls struct {
 	mu   sync.Mutex
 	mods map[*modules.Module]*moduleCallSites
-	// running counts the goroutines that read call sites and names: the
-	// debug files they read stay open until they are done (Close).
-	running sync.WaitGroup
 }
 
 type moduleCallSites struct {
@@ -111,9 +108,7 @@ func (s *symbolizer) symbolValue(r *Resolver, m *modules.Module, name string, as
 func (s *symbolizer) startCallSites(r *Resolver, m *modules.Module, cacheDir string) *moduleCallSites {
 	mc := r.tails.module(m)
 	mc.once.Do(func() {
-		r.tails.running.Add(1)
 		go func() {
-			defer r.tails.running.Done()
 			defer close(mc.done)
 			defer func() {
 				if recover() != nil { // (see load)
@@ -141,9 +136,7 @@ func (s *symbolizer) startCallSites(r *Resolver, m *modules.Module, cacheDir str
 func (s *symbolizer) startNames(r *Resolver, m *modules.Module) *moduleCallSites {
 	mc := r.tails.module(m)
 	mc.namesOnce.Do(func() {
-		r.tails.running.Add(1)
 		go func() {
-			defer r.tails.running.Done()
 			defer close(mc.namesDone)
 			defer func() {
 				if recover() != nil { // (see load)
