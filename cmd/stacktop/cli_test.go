@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"stacktop/internal/selfsched"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +23,10 @@ import (
 var stacktopBin string
 
 func TestMain(m *testing.M) {
+	// This test binary links package early too, whose init raised its
+	// main thread's priority: back to the test's own, so that neither the
+	// targets it starts nor the stacktop runs inherit it.
+	selfsched.Settle(false)
 	dir, err := os.MkdirTemp("", "stacktop-cli")
 	if err != nil {
 		panic(err)
