@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"stacktop/debuginfo"
 	"stacktop/internal/modules"
 	"stacktop/internal/targets"
 	"stacktop/symbols"
@@ -236,4 +237,59 @@ func cLibrary(t *testing.T, target *liveTarget) *modules.Module {
 	}
 	t.Skip("no libc with a build ID")
 	return nil
+}
+
+// TestFuncNamesNotCachedAfterClose: Resolver.Close no longer waits for a
+// names load (startNames) before it closes the debug file the load reads.
+// A load whose reads of the debug file then fail must not store what it
+// got in the cache between runs, or every later run takes libc's names
+// without the debug file's. The close is timed at points spread over a
+// load's length (it must land after the cache key is taken and before
+// the debug file's .symtab is read). (Fails: loadFuncNames drops
+// FuncValues' error and stores the partial names.)
+func TestFuncNamesNotCachedAfterClose(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "chains-sframe3")
+	target := openTarget(t, tg.PID())
+	libc := cLibrary(t, target)
+	ms := target.syms.located(target.Resolver, libc)
+	if ms.debug == nil {
+		t.Skip("no separate debug file for libc")
+	}
+	t0 := time.Now()
+	want, err := symbols.FuncValues(libc.File, ms.debug.File)
+	took := time.Since(t0)
+	if err != nil || len(want) == 0 {
+		t.Fatalf("FuncValues: %d names, %v", len(want), err)
+	}
+	key, ok := tableKey(libc, ms.debug)
+	if !ok {
+		t.Skip("libc has no cache key")
+	}
+	loc := debuginfo.Locator{}
+	for try := range 20 {
+		df, err := loc.Find(ms.debug.Path, libc.File, libc.BuildID)
+		if err != nil {
+			df, err = loc.Find(libc.Path, libc.File, libc.BuildID)
+		}
+		if err != nil {
+			t.Skipf("reopening the debug file: %v", err)
+		}
+		dir := t.TempDir()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			loadFuncNames(libc, df, dir)
+		}()
+		time.Sleep(took * time.Duration(try) / 20)
+		df.Close() // what Resolver.Close does while startNames runs
+		<-done
+		c := &debuginfo.Cache{Dir: dir}
+		if b, ok := c.Load(libc.BuildID, "funcs", key); ok {
+			names, err := symbols.UnmarshalFuncNames(b)
+			if err != nil || names.Len() != len(want) {
+				t.Fatalf("close after %v of %v: %d names cached, want %d (or none)", took*time.Duration(try)/20, took, names.Len(), len(want))
+			}
+		}
+	}
 }
