@@ -267,7 +267,7 @@ func TestFuncNamesNotCachedAfterClose(t *testing.T) {
 		t.Skip("libc has no cache key")
 	}
 	loc := debuginfo.Locator{}
-	for try := range 20 {
+	for try := range 40 {
 		df, err := loc.Find(ms.debug.Path, libc.File, libc.BuildID)
 		if err != nil {
 			df, err = loc.Find(libc.Path, libc.File, libc.BuildID)
@@ -281,14 +281,14 @@ func TestFuncNamesNotCachedAfterClose(t *testing.T) {
 			defer close(done)
 			loadFuncNames(libc, df, dir)
 		}()
-		time.Sleep(took * time.Duration(try) / 20)
+		time.Sleep(took * time.Duration(try) / 40)
 		df.Close() // what Resolver.Close does while startNames runs
 		<-done
 		c := &debuginfo.Cache{Dir: dir}
 		if b, ok := c.Load(libc.BuildID, "funcs", key); ok {
 			names, err := symbols.UnmarshalFuncNames(b)
 			if err != nil || names.Len() != len(want) {
-				t.Fatalf("close after %v of %v: %d names cached, want %d (or none)", took*time.Duration(try)/20, took, names.Len(), len(want))
+				t.Fatalf("close after %v of %v: %d names cached, want %d (or none)", took*time.Duration(try)/40, took, names.Len(), len(want))
 			}
 		}
 	}
