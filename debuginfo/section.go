@@ -95,8 +95,17 @@ func mapSection(sec *elf.Section) (b, m []byte) {
 	}
 	page := int64(os.Getpagesize())
 	start := off &^ (page - 1)
-	m, err = unix.Mmap(int(fh.Fd()), start, int(off-start)+int(sec.Size), unix.PROT_READ, unix.MAP_SHARED)
+	// Through Control, which holds the file open meanwhile: a load in the
+	// background may run while its resolver closes the file (Close does
+	// not wait), and a bare Fd() could name a descriptor reused since.
+	rc, err := fh.SyscallConn()
 	if err != nil {
+		return nil, nil
+	}
+	cerr := rc.Control(func(fd uintptr) {
+		m, err = unix.Mmap(int(fd), start, int(off-start)+int(sec.Size), unix.PROT_READ, unix.MAP_SHARED)
+	})
+	if cerr != nil || err != nil {
 		return nil, nil
 	}
 	b = m[off-start:]

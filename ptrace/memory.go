@@ -97,21 +97,37 @@ func (m *Memory) pread(p []byte, addr int64) (int, error) {
 	m.mu.Unlock()
 	// /proc/PID/mem stops at the first unreadable page, like
 	// process_vm_readv; loop over short reads of readable memory.
+	// Through Control, which holds the file open meanwhile (a bare Fd()
+	// could name a descriptor Close let go and another open reused).
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return 0, err
+	}
 	n := 0
-	for n < len(p) {
-		k, err := unix.Pread(int(f.Fd()), p[n:], addr+int64(n))
-		if k > 0 {
-			n += k
+	var rerr error
+	if cerr := rc.Control(func(fd uintptr) {
+		for n < len(p) {
+			k, err := unix.Pread(int(fd), p[n:], addr+int64(n))
+			if k > 0 {
+				n += k
+			}
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				rerr = err
+				return
+			}
+			if k <= 0 {
+				rerr = io.ErrUnexpectedEOF
+				return
+			}
 		}
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return n, err
-		}
-		if k <= 0 {
-			return n, io.ErrUnexpectedEOF
-		}
+	}); cerr != nil {
+		return n, cerr
+	}
+	if rerr != nil {
+		return n, rerr
 	}
 	return n, nil
 }

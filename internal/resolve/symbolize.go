@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -191,17 +192,24 @@ func loadTable(m *modules.Module, debug *debuginfo.DebugFile, extra []*elf.File,
 			return tab
 		}
 	}
+	// Only a table built from every file the key names is stored: a
+	// read that failed (a corrupt file, or one a Close let go while this
+	// ran in the background) would leave it short for every later run.
+	whole := true
 	if mini, err := debuginfo.MiniDebugInfo(m.File); err == nil {
 		extra = append(extra, mini)
+	} else if !errors.Is(err, debuginfo.ErrNoMiniDebugInfo) {
+		whole = false
 	}
 	tab, err := symbols.LoadWithDebug(m.File, extra...)
 	if err != nil && len(extra) > 0 {
+		whole = false
 		tab, err = symbols.Load(m.File)
 	}
 	if err != nil {
 		return nil
 	}
-	if b, err := tab.AppendBinary(nil); err == nil {
+	if b, err := tab.AppendBinary(nil); err == nil && whole {
 		cache.Store(m.BuildID, "symtab", key, b) // a failed write costs the next run time only
 	}
 	return tab
@@ -222,8 +230,14 @@ func loadFuncNames(m *modules.Module, debug *debuginfo.DebugFile, cacheDir strin
 	if debug != nil {
 		debugELF = debug.File
 	}
-	values, _ := symbols.FuncValues(m.File, debugELF)
+	values, err := symbols.FuncValues(m.File, debugELF)
 	names := symbols.NewFuncNames(values)
+	if err != nil {
+		// A table that could not be read (corrupt, or a file Close let
+		// go while this ran in the background): the names serve this
+		// run, short, and are not kept for the next.
+		return names
+	}
 	if b, err := names.AppendBinary(nil); err == nil {
 		cache.Store(m.BuildID, "funcs", key, b)
 	}
