@@ -41,14 +41,15 @@ type Dump struct {
 }
 
 // statPrefetch is the stat of every thread listed before the attach,
-// read on goroutines of their own while the tracer thread attaches (for
-// a thousand threads the reads take 7-14 ms of CPU; after the attach,
-// they added up; a lazy attach takes 2 ms, so the batch waits for them
-// and they are read in parallel parts). The attach does not stop threads, so what it reads is
-// what a read just before the batch would say, for every thread that
-// existed then (unless the process was stopped: the attach wakes such a
-// process's threads to re-trap them, so Sample reads them again). Its
-// TaskDir is the goroutine's until done is closed.
+// read on goroutines of their own while the tracer thread attaches. For
+// a thousand threads the reads take 7-14 ms of CPU: read after the
+// attach, they added up; a lazy attach takes 2 ms, so the batch waits
+// for them, and they are read in parallel parts. The attach does not stop
+// threads, so what it reads is what a read just before the batch would
+// say, for every thread that existed then (unless the process was
+// stopped: the attach wakes such a process's threads to re-trap them, so
+// Sample reads them again). The task directory is the first part's until
+// done is closed; the other parts open their own.
 type statPrefetch struct {
 	done  chan struct{}
 	stats map[int]procmaps.Stat

@@ -245,8 +245,8 @@ func cLibrary(t *testing.T, target *liveTarget) *modules.Module {
 // got in the cache between runs, or every later run takes libc's names
 // without the debug file's. The close is timed at points spread over a
 // load's length (it must land after the cache key is taken and before
-// the debug file's .symtab is read). (Fails: loadFuncNames drops
-// FuncValues' error and stores the partial names.)
+// the debug file's .symtab is read). (It failed while loadFuncNames
+// dropped FuncValues' error and stored the partial names.)
 func TestFuncNamesNotCachedAfterClose(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "chains-sframe3")

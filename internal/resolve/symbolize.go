@@ -256,9 +256,9 @@ func objectCache(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string)
 }
 
 // tableKey names what m's cached symbol tables are made from, for the
-// cache: the rules (symbols.BuildVersion), the object's size and time, its
-// MiniDebugInfo's size, its debug file's size and time. A module read from memory, or without a build ID, is not
-// cached.
+// cache: the rules (symbols.BuildVersion), the object's size and time,
+// its MiniDebugInfo's size, its debug file's size and time. A module read
+// from memory, or without a build ID, is not cached.
 func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok bool) {
 	if m.Source == procmaps.SourceImage || m.BuildID == "" || m.Key.Size == 0 {
 		return "", false
