@@ -156,11 +156,7 @@ func TestBatchOverlapsStops(t *testing.T) {
 		t.Errorf("the threads' interrupt-to-resume times add up to %v in a batch of %v: their stops did not overlap", sum, wall)
 	}
 	t.Logf("%d threads in %v; interrupt-to-resume times sum to %v; longest stop %v", len(tids), wall, sum, longest)
-	waitNoneStopped(t, tg.pid)
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
+	detachUntraced(t, p, tg.pid)
 }
 
 // Twenty spinning threads per CPU: a runnable thread stops only when the
@@ -217,11 +213,7 @@ func TestBatchDeadline(t *testing.T) {
 	if n := tr.batch.interrupts - sent; n != 0 {
 		t.Errorf("a batch past its deadline sent %d interrupts", n)
 	}
-	waitNoneStopped(t, tg.pid)
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
+	detachUntraced(t, p, tg.pid)
 	if s := procState(t, tg.pid); s != 'R' && s != 'S' {
 		t.Errorf("target in state %c after detach, want running", s)
 	}
@@ -252,11 +244,7 @@ func TestBatchCancel(t *testing.T) {
 	if taken == len(tids) {
 		t.Errorf("a cancelled batch sampled all %d threads", taken)
 	}
-	waitNoneStopped(t, tg.pid)
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
+	detachUntraced(t, p, tg.pid)
 }
 
 // Signals sent while batches sample the process arrive exactly once:

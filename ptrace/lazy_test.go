@@ -101,11 +101,7 @@ func TestLazyNewThread(t *testing.T) {
 	if len(errs) < len(first)+2 {
 		t.Errorf("%d threads sampled, want at least %d", len(errs), len(first)+2)
 	}
-	waitNoneStopped(t, tg.pid)
-	if err := p.Detach(); err != nil {
-		t.Fatal(err)
-	}
-	checkUntraced(t, tg.pid)
+	detachUntraced(t, p, tg.pid)
 }
 
 // waitNewThread waits (5 s at most) for a thread of pid that is not in
