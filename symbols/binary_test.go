@@ -103,11 +103,8 @@ func TestUnmarshalTableRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := range len(b) {
-		if _, err := UnmarshalTable(b[:n]); err == nil {
-			t.Fatalf("a %d-byte prefix of %d decoded", n, len(b))
-		}
-	}
+	decode := func(b []byte) error { _, err := UnmarshalTable(b); return err }
+	checkPrefixesRejected(t, b, decode)
 	le := binary.LittleEndian
 	rec := func(b []byte, i int) []byte { return b[tableHeaderLen+i*tableRecordLen:] }
 	for _, tc := range []struct {
@@ -121,10 +118,7 @@ func TestUnmarshalTableRejects(t *testing.T) {
 		{"name past the strings", 16, func(b []byte) { le.PutUint32(rec(b, 1)[16:], 1<<31) }},
 		{"empty name", 20, func(b []byte) { le.PutUint32(rec(b, 1)[20:], 0) }},
 	} {
-		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+tableRecordLen+tc.field, func(b []byte) error {
-			_, err := UnmarshalTable(b)
-			return err
-		})
+		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+tableRecordLen+tc.field, decode)
 	}
 }
 
@@ -265,11 +259,8 @@ func TestUnmarshalFuncNamesRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for n := range len(b) {
-		if _, err := UnmarshalFuncNames(b[:n]); err == nil {
-			t.Fatalf("a %d-byte prefix of %d decoded", n, len(b))
-		}
-	}
+	decode := func(b []byte) error { _, err := UnmarshalFuncNames(b); return err }
+	checkPrefixesRejected(t, b, decode)
 	le := binary.LittleEndian
 	rec := func(b []byte, i int) []byte { return b[tableHeaderLen+i*funcNameRecordLen:] }
 	for _, tc := range []struct {
@@ -281,10 +272,18 @@ func TestUnmarshalFuncNamesRejects(t *testing.T) {
 		{"past the strings", 8, func(b []byte) { le.PutUint32(rec(b, 1)[8:], 1<<31) }},
 		{"not ascending", 8, func(b []byte) { copy(rec(b, 1)[8:16], rec(b, 0)[8:16]) }},
 	} {
-		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+funcNameRecordLen+tc.field, func(b []byte) error {
-			_, err := UnmarshalFuncNames(b)
-			return err
-		})
+		checkRejected(t, tc.name, b, tc.spoil, tableHeaderLen+funcNameRecordLen+tc.field, decode)
+	}
+}
+
+// checkPrefixesRejected wants every proper prefix of the valid form b to
+// fail to decode.
+func checkPrefixesRejected(t *testing.T, b []byte, decode func([]byte) error) {
+	t.Helper()
+	for n := range len(b) {
+		if decode(b[:n]) == nil {
+			t.Fatalf("a %d-byte prefix of %d decoded", n, len(b))
+		}
 	}
 }
 
