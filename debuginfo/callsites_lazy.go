@@ -93,7 +93,9 @@ func (z *lazyCallSites) decode(off dwarf.Offset, s *callSiteSlot) {
 	defer z.decoded.Add(1)
 	defer close(s.done)
 	s.sites = &CallSites{byReturn: map[uint64]CallSite{}, tails: map[uint64][]CallSite{}}
-	s.err = z.read(off, s.sites)
+	if s.err = z.read(off, s.sites); s.err != nil {
+		z.l.failed.Add(1)
+	}
 	z.sites.Add(int64(len(s.sites.byReturn)))
 }
 

@@ -24,6 +24,12 @@ type Frame struct {
 	Inlined  bool // this call was inlined into the next (outer) frame
 }
 
+// AnswersVersion names the rules by which Lines and CallSites answer:
+// bump it with any change that gives a different answer (frames, names,
+// lines, tail-call chains) from the same DWARF, so that answers kept from
+// earlier runs (resolve's learned names, in the cache) are not used.
+const AnswersVersion = 1
+
 // ErrNoDWARF is returned by NewLines for objects without .debug_info.
 var ErrNoDWARF = errors.New("debuginfo: no DWARF debugging information")
 
@@ -46,6 +52,7 @@ type Lines struct {
 	decodeMu sync.Mutex
 	names    map[dwarf.Offset]string
 	decoded  atomic.Int64 // units decoded so far
+	failed   atomic.Int64 // units (lines or call sites) that could not be read
 
 	unitOffsOnce sync.Once
 	unitOffs     []dwarf.Offset // sorted unit offsets, for qualify.go
@@ -270,6 +277,12 @@ func (l *Lines) SaveCache() error {
 	return errors.Join(errs...)
 }
 
+// Failures counts the units whose line tables, scopes or call sites could
+// not be read (a corrupt unit, or a read of the file that failed). An
+// answer given after a failure may lack what that unit held: callers that
+// keep answers beyond this run (resolve's learned names) keep none then.
+func (l *Lines) Failures() int64 { return l.failed.Load() }
+
 // Decoded counts the units decoded so far: a caller that saw FramesNoWait
 // say "not ready" need not ask again before it changes.
 func (l *Lines) Decoded() int64 { return l.decoded.Load() }
@@ -415,6 +428,9 @@ func (l *Lines) decode(off dwarf.Offset, s *unitSlot) {
 	defer func() {
 		if p := recover(); p != nil {
 			s.cu = &unitInfo{err: &FormatError{".debug_info", int64(off), fmt.Errorf("debug/dwarf panicked: %v", p)}}
+		}
+		if s.cu != nil && s.cu.err != nil {
+			l.failed.Add(1)
 		}
 	}()
 	if l.lazy != nil {

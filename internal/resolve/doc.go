@@ -49,7 +49,11 @@
 // callee and caller for tail calls (namecache.go): a thousand threads
 // blocked in the same call are named once. The cache is dropped whenever
 // the address space, read again, has changed (and on Reload), and keeps
-// no answer given while lines were pending.
+// no answer given while lines were pending. Across runs, each module's
+// source frames and tail-call chains by address are kept in the cache
+// directory (learned.go), so stacks in places named before need no DWARF;
+// where a module learned answers, PrefetchLines and PrefetchCommon start
+// no line tables for it.
 //
 // Go: a thread on its system stack inside runtime.systemstack goes on to
 // its goroutine's frames (gostack.go, gort/, method "gostack"). The

@@ -101,6 +101,11 @@ func TestPrefetchCommon(t *testing.T) {
 		if ms.table == nil || ms.table.Len() == 0 {
 			t.Errorf("%s: no symbol table", names[i])
 		}
+		// (They start on the prefetch's goroutine once the debug file
+		// is known.)
+		for deadline := time.Now().Add(20 * time.Second); !ms.linesStarted.Load() && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
 		if !ms.linesStarted.Load() {
 			t.Errorf("%s: line tables not started", names[i])
 		}

@@ -76,13 +76,14 @@ func (s *symbolizer) close() {
 	mods := s.mods
 	s.mods = nil
 	s.mu.Unlock()
-	for _, ms := range mods {
+	for m, ms := range mods {
 		<-ms.loaded // (it sets debug; a symbol table is bounded work)
 		// No line tables start from now on (a load that just ended
 		// starts those asked for meanwhile). Those under way are not
 		// waited for (see Resolver.Close).
 		ms.linesOnce.Do(func() { close(ms.linesDone) })
 		ms.saveCache()
+		ms.saveLearned(m)
 		if ms.debug != nil {
 			ms.debug.Close()
 		}
@@ -99,18 +100,28 @@ type moduleSymbols struct {
 
 	// The line tables are loaded once, on a goroutine of their own
 	// (startLines); linesDone is closed when lines, gotab and linesErr
-	// are set. wantLines asks the loader to start them as soon as it
-	// knows the debug file (prefetch).
+	// are set. prefetchOnce starts them ahead of need (prefetch).
 	linesOnce    sync.Once
 	linesStarted atomic.Bool
 	linesDone    chan struct{}
-	wantLines    atomic.Bool
+	prefetchOnce sync.Once
 	lines        *debuginfo.Lines   // nil without DWARF
 	gotab        *debuginfo.GoTable // nil unless a Go program
 	linesErr     error
 
 	mu  sync.Mutex
 	pcs map[uint64][]debuginfo.Frame // source frames by lookup address
+
+	// What naming learned of this module's addresses in earlier runs
+	// (learned.go): seen is read from the cache by load before located
+	// is closed, and only read after; added (under mu) is what this run
+	// found since, written back at close unless unsure. namesKey is the
+	// cache key ("" when not kept), learnedCache its directory.
+	namesKey     string
+	learnedCache string
+	seen         *learnedNames
+	added        learnedNames
+	unsure       atomic.Bool // a read of its DWARF failed: keep nothing
 }
 
 // maxCachedPCs bounds each module's PC cache; past it the cache restarts.
@@ -292,35 +303,41 @@ func (s *symbolizer) located(r *Resolver, m *modules.Module) *moduleSymbols {
 // prefetch starts loading m's symbols, and with lines its line tables, on
 // goroutines of their own, and returns at once. Modules load in parallel:
 // a dump's first stack names three or four (the program, libc, the
-// dynamic linker), a few ms each, and its walks go on meanwhile.
+// dynamic linker), a few ms each, and its walks go on meanwhile. The line
+// tables start once the debug file is known, beside the symbol table,
+// unless earlier runs learned the module's answers (learned.go): those
+// name the stacks seen before without them, and a PC not seen before
+// starts them when it is named.
 func (s *symbolizer) prefetch(r *Resolver, m *modules.Module, lines bool) {
 	ms, made := s.entry(m)
 	cacheDir := r.opts.Symbols.CacheDir
-	if lines {
-		ms.wantLines.Store(true) // before loaded is looked at: see load
-	}
-	if lines && r.tails != nil {
-		// Tail calls (tailcall.go) need the call sites, and look
-		// callees up by name.
-		s.startCallSites(r, m, cacheDir)
-		s.startNames(r, m)
-	}
 	if made {
 		go ms.load(r.PID, m, cacheDir)
+	}
+	if !lines {
 		return
 	}
-	if lines {
-		select {
-		case <-ms.loaded:
+	ms.prefetchOnce.Do(func() {
+		go func() {
+			<-ms.located
+			if ms.seen != nil {
+				return
+			}
 			ms.startLines(m, cacheDir)
-		default: // the loader starts them (it looks at wantLines after closing loaded)
-		}
-	}
+			if r.tails != nil {
+				// Tail calls (tailcall.go) need the call sites, and
+				// look callees up by name.
+				s.startCallSites(r, m, cacheDir)
+				s.startNames(r, m)
+			}
+		}()
+	})
 }
 
-// load finds m's debug file (under the target's root first) and builds
-// its merged symbol table, then closes loaded. The line tables start as
-// soon as the debug file is known, if wanted, so the two loads overlap.
+// load finds m's debug file (under the target's root first), reads what
+// earlier runs learned of m, and builds its merged symbol table, then
+// closes loaded. A prefetch starts the line tables as soon as the debug
+// file is known (located), so the two loads overlap.
 // Debug info that cannot be read costs names, never the frame.
 func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 	var located, loaded bool
@@ -347,17 +364,12 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 			extra = append(extra, df.File)
 		}
 	}
+	ms.loadLearned(m, cacheDir)
 	close(ms.located)
 	located = true
-	if ms.wantLines.Load() {
-		ms.startLines(m, cacheDir)
-	}
 	ms.table = loadTable(m, ms.debug, extra, cacheDir)
 	close(ms.loaded)
 	loaded = true
-	if ms.wantLines.Load() { // asked for while the table loaded
-		ms.startLines(m, cacheDir)
-	}
 }
 
 // sourceFrames returns the cached source frames of vaddr, reading the
@@ -369,6 +381,9 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 // ready is false until they are, so a tick never waits for them; dump
 // waits.
 func (ms *moduleSymbols) sourceFrames(m *modules.Module, vaddr uint64, async bool, cacheDir string) (fr []debuginfo.Frame, ready bool) {
+	if fr, ok := ms.seen.frame(vaddr); ok {
+		return fr, true // no DWARF read: an earlier run's answer
+	}
 	ms.startLines(m, cacheDir)
 	if async {
 		select {
@@ -423,13 +438,14 @@ func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Fram
 	if ok {
 		return fr, true
 	}
+	var err error
 	switch {
 	case ms.lines != nil && async:
-		if fr, ready, _ = ms.lines.FramesNoWait(vaddr, nil); !ready {
+		if fr, ready, err = ms.lines.FramesNoWait(vaddr, nil); !ready {
 			return nil, false
 		}
 	case ms.lines != nil:
-		fr, _ = ms.lines.Frames(vaddr, nil)
+		fr, err = ms.lines.Frames(vaddr, nil)
 	case ms.gotab != nil:
 		if f, ok := ms.gotab.Frame(vaddr); ok {
 			fr = []debuginfo.Frame{f}
@@ -440,6 +456,9 @@ func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Fram
 		clear(ms.pcs)
 	}
 	ms.pcs[vaddr] = fr
+	if err == nil && (ms.lines != nil || ms.gotab != nil) {
+		ms.learnFrames(vaddr, fr)
+	}
 	ms.mu.Unlock()
 	return fr, true
 }

@@ -122,8 +122,12 @@ func (s *symbolizer) startCallSites(r *Resolver, m *modules.Module, cacheDir str
 			if ms.lines == nil {
 				return
 			}
-			if cs, err := debuginfo.NewCallSitesFromLines(ms.lines); cs != nil && (err == nil || cs.Len() > 0) {
+			cs, err := debuginfo.NewCallSitesFromLines(ms.lines)
+			if cs != nil && (err == nil || cs.Len() > 0) {
 				mc.sites = cs
+			}
+			if err != nil {
+				ms.unsure.Store(true) // some call sites are missing
 			}
 		}()
 	})
@@ -162,6 +166,34 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 	if !ok || em.Module == nil || caller.PC < em.Bias {
 		return out
 	}
+	// The callee's function: its entry in its own module.
+	lookup := callee.PC
+	if !callee.Exact {
+		lookup--
+	}
+	cem, ok := r.space.Find(lookup)
+	if !ok || cem.Module == nil {
+		return out
+	}
+	cms := s.module(r, cem.Module)
+	if cms.table == nil {
+		return out
+	}
+	sym, ok := cms.table.Lookup(lookup - cem.Bias)
+	if !ok {
+		return out
+	}
+	// An earlier run's answer, if it looked at the same question (the
+	// same module's files, and the callee's if it is in another).
+	ms := s.located(r, em.Module)
+	learn := chainKey{caller: caller.PC - em.Bias, callee: sym.Start}
+	if cem.Module != em.Module {
+		learn.calleeModule = cms.namesHash(cem.Module)
+	}
+	learnable := cem.Module == em.Module || learn.calleeModule != 0
+	if chain, ok := ms.seen.chain(learn); ok && learnable {
+		return s.appendChain(out, r, em.Bias, caller, chain, opt, pending)
+	}
 	cs, ready := s.callSites(r, em.Module, opt)
 	if !ready {
 		*pending = true
@@ -182,23 +214,9 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 		site, ok = cs.At(caller.PC - em.Bias)
 	}
 	if !ok {
-		return out
-	}
-	// The callee's function: its entry in its own module.
-	lookup := callee.PC
-	if !callee.Exact {
-		lookup--
-	}
-	cem, ok := r.space.Find(lookup)
-	if !ok || cem.Module == nil {
-		return out
-	}
-	cms := s.module(r, cem.Module)
-	if cms.table == nil {
-		return out
-	}
-	sym, ok := cms.table.Lookup(lookup - cem.Bias)
-	if !ok {
+		if learnable {
+			ms.learnChain(learn, nil) // no call site here: no tail calls
+		}
 		return out
 	}
 	mc := r.tails.module(em.Module)
@@ -246,9 +264,18 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 			mc.chains[key] = chain
 			mc.mu.Unlock()
 		}
+		if ready && learnable {
+			ms.learnChain(learn, chain)
+		}
 	}
+	return s.appendChain(out, r, em.Bias, caller, chain, opt, pending)
+}
+
+// appendChain appends the frames of a tail-call chain found between a
+// callee and caller, caller in a module loaded at bias.
+func (s *symbolizer) appendChain(out []profile.Frame, r *Resolver, bias uint64, caller unwind.Frame, chain []debuginfo.TailCallFrame, opt SymbolOptions, pending *bool) []profile.Frame {
 	for _, tf := range chain {
-		f := unwind.Frame{PC: tf.ReturnPC + em.Bias, SP: caller.SP, Method: unwind.MethodTailCall}
+		f := unwind.Frame{PC: tf.ReturnPC + bias, SP: caller.SP, Method: unwind.MethodTailCall}
 		out = s.appendFrames(out, r, f, opt, pending)
 	}
 	return out

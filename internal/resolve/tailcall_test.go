@@ -1,13 +1,10 @@
 package resolve
 
 import (
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
 	"stacktop/profile"
 	"stacktop/unwind"
 )
@@ -17,20 +14,7 @@ import (
 // but end up as dump's, which waits for them.
 func TestTailCallsAsync(t *testing.T) {
 	needRoot(t)
-	if _, err := exec.LookPath("gcc"); err != nil {
-		t.Skip("gcc not installed")
-	}
-	bin := filepath.Join(t.TempDir(), "tailcall")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	tg := targets.StartCommand(t, bin)
-	select {
-	case <-tg.Ready():
-	case <-time.After(targets.ReadyTimeout):
-		t.Fatalf("not ready: %s", tg.Output())
-	}
-	time.Sleep(100 * time.Millisecond) // the threads reach their waits
+	tg := tailCallTarget(t)
 	target := openTarget(t, tg.PID())
 	walks := target.walks(t, target.proc.Threads())
 	// Each way starts from nothing loaded.
