@@ -32,19 +32,17 @@ import (
 const dumpNice = -10
 
 // ForDump applies the dump's policy to the calling process: one P more
-// than CPUs (unless GOMAXPROCS is set), and every thread at dumpNice
-// where the kernel allows it (CAP_SYS_NICE, or RLIMIT_NICE); threads the
-// runtime starts later inherit it from the thread that starts them.
-// Without the permission the dump runs as before.
+// than CPUs (unless GOMAXPROCS is set; package early set it already), and
+// every thread at dumpNice where the kernel allows it (CAP_SYS_NICE, or
+// RLIMIT_NICE); threads the runtime starts later inherit it from the
+// thread that starts them. Without the permission the dump runs as before.
 func ForDump() {
-	// The priority first: GOMAXPROCS stops the world, which waits for
-	// every thread running Go code to get a CPU.
 	if tids, err := procmaps.Threads(os.Getpid()); err == nil {
 		for _, tid := range tids {
 			raise(tid, dumpNice)
 		}
 	}
-	if os.Getenv("GOMAXPROCS") == "" {
+	if _, early := early.Procs(); !early && os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
 	}
 }
@@ -52,10 +50,17 @@ func ForDump() {
 // Settle ends the raise of package early for every command but dump: it
 // gives each thread of the program the nice value the program started
 // with (threads the runtime and the initialisers started since inherited
-// the raised one). Call it first thing in main.
+// the raised one), and Go the number of Ps it started with. Call it
+// first thing in main.
 func Settle(dump bool) {
+	if dump {
+		return
+	}
+	if procs, ok := early.Procs(); ok {
+		runtime.GOMAXPROCS(procs)
+	}
 	prev, ok := early.Raised()
-	if !ok || dump {
+	if !ok {
 		return
 	}
 	if tids, err := procmaps.Threads(os.Getpid()); err == nil {

@@ -12,24 +12,37 @@
 // init runs before fmt, regexp, net/http and every dependency of note
 // (TestEarlyInitRunsFirst checks the order on the built binary).
 //
+// It also gives Go the dump's one P more than CPUs (selfsched.ForDump
+// says why), unless GOMAXPROCS is set: runtime.GOMAXPROCS stops the world
+// and first waits for a garbage collection under way, which under such
+// load took up to 26 ms when main asked for it; here no collection has
+// started yet and no other goroutine runs.
+//
 // The command is not known yet (package os has not run: os.Args is not
 // set), so the priority is raised for every command, and main calls
 // selfsched.Settle at once, which gives every thread its first nice value
-// back unless the command is dump. Without the permission
-// (CAP_SYS_NICE, RLIMIT_NICE) nothing changes.
+// and Go its first number of Ps back unless the command is dump. Without
+// the permission (CAP_SYS_NICE, RLIMIT_NICE) the priority stays.
 package early
 
-import "syscall"
+import (
+	"runtime"
+	"syscall"
+)
 
 // Nice is the nice value init asks for: selfsched's dump value.
 const Nice = -10
 
 var (
-	prevNice int  // the main thread's nice value before init
-	raised   bool // init raised it
+	prevNice  int  // the main thread's nice value before init
+	raised    bool // init raised it
+	prevProcs int  // GOMAXPROCS before init, 0 if init left it
 )
 
 func init() {
+	if _, set := syscall.Getenv("GOMAXPROCS"); !set {
+		prevProcs = runtime.GOMAXPROCS(runtime.NumCPU() + 1)
+	}
 	cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
 		return
@@ -46,3 +59,6 @@ func init() {
 // Raised reports whether init raised the main thread's priority, and its
 // nice value before.
 func Raised() (prev int, ok bool) { return prevNice, raised }
+
+// Procs reports whether init set GOMAXPROCS, and its value before.
+func Procs() (prev int, ok bool) { return prevProcs, prevProcs != 0 }
