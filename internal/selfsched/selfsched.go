@@ -49,9 +49,9 @@ func ForDump() {
 
 // Settle ends the raise of package early for every command but dump: it
 // gives each thread of the program the nice value the program started
-// with (threads the runtime and the initialisers started since inherited
-// the raised one), and Go the number of Ps it started with. Call it
-// first thing in main.
+// with (early raised the threads of the time, and those started since
+// inherited it), and Go the number of Ps it started with. Call it first
+// thing in main.
 func Settle(dump bool) {
 	if dump {
 		return

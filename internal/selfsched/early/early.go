@@ -16,7 +16,7 @@
 // says why), unless GOMAXPROCS is set: runtime.GOMAXPROCS stops the world
 // and first waits for a garbage collection under way, which under such
 // load took up to 26 ms when main asked for it; here no collection has
-// started yet and no other goroutine runs.
+// started yet.
 //
 // The command is not known yet (package os has not run: os.Args is not
 // set), so the priority is raised for every command, and main calls
@@ -40,9 +40,18 @@ var (
 )
 
 func init() {
+	raise()
 	if _, set := syscall.Getenv("GOMAXPROCS"); !set {
 		prevProcs = runtime.GOMAXPROCS(runtime.NumCPU() + 1)
 	}
+}
+
+// raise raises the main thread's priority to Nice, and the runtime's
+// other threads with it: GOMAXPROCS stops the world, which waits for
+// each of them to get a CPU. (Left at the user's nice value under 4
+// spinning threads on 2 CPUs, 7 starts in 30 waited 2-23 ms here; raised,
+// none waited over 1.2 ms.)
+func raise() {
 	cur, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
 		return
@@ -51,9 +60,48 @@ func init() {
 	if nice <= Nice {
 		return // already at least as high
 	}
-	if syscall.Setpriority(syscall.PRIO_PROCESS, 0, Nice) == nil { // this thread only, on Linux
-		prevNice, raised = nice, true
+	if syscall.Setpriority(syscall.PRIO_PROCESS, 0, Nice) != nil { // this thread only, on Linux
+		return
 	}
+	prevNice, raised = nice, true
+	for _, tid := range otherThreads() {
+		syscall.Setpriority(syscall.PRIO_PROCESS, tid, Nice)
+	}
+}
+
+// otherThreads lists this process's threads but the calling one. It reads
+// /proc/self/task itself, with package syscall alone: importing procmaps,
+// which every other reader of /proc goes through, would make this package
+// initialise after most others. The runtime has started a handful of
+// threads by now; one read holds them.
+func otherThreads() []int {
+	fd, err := syscall.Open("/proc/self/task", syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer syscall.Close(fd)
+	var buf [4096]byte
+	n, err := syscall.ReadDirent(fd, buf[:])
+	if err != nil || n <= 0 {
+		return nil
+	}
+	_, _, names := syscall.ParseDirent(buf[:n], -1, nil)
+	self := syscall.Gettid()
+	var tids []int
+	for _, name := range names {
+		tid := 0
+		for _, c := range name {
+			if c < '0' || c > '9' || tid > 1<<30 {
+				tid = 0
+				break
+			}
+			tid = tid*10 + int(c-'0')
+		}
+		if tid > 0 && tid != self {
+			tids = append(tids, tid)
+		}
+	}
+	return tids
 }
 
 // Raised reports whether init raised the main thread's priority, and its
