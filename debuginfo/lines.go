@@ -24,7 +24,7 @@ type Frame struct {
 	Inlined  bool // this call was inlined into the next (outer) frame
 }
 
-// AnswersVersion names the rules by which Lines and CallSites answer:
+// AnswersVersion names the rules by which Lines, CallSites and GoTable answer:
 // bump it with any change that gives a different answer (frames, names,
 // lines, tail-call chains) from the same DWARF, so that answers kept from
 // earlier runs (resolve's learned names, in the cache) are not used.
