@@ -130,10 +130,12 @@ func (z *lazyCallSites) read(off dwarf.Offset, c *CallSites) (err error) {
 		}
 		start, err := lz.unitAt(uint64(die))
 		if err != nil {
+			z.l.failed.Add(1) // a callee's name or target is lost
 			return nil
 		}
 		o, err := lz.open(start, false)
 		if err != nil {
+			z.l.failed.Add(1)
 			return nil
 		}
 		others = append(others, o)

@@ -278,7 +278,9 @@ func (l *Lines) SaveCache() error {
 }
 
 // Failures counts the units whose line tables, scopes or call sites could
-// not be read (a corrupt unit, or a read of the file that failed). An
+// not be read, and the other units a name or a call's target was to be
+// read from but could not (a corrupt unit, or a read of the file that
+// failed). An
 // answer given after a failure may lack what that unit held: callers that
 // keep answers beyond this run (resolve's learned names) keep none then.
 func (l *Lines) Failures() int64 { return l.failed.Load() }
@@ -466,10 +468,12 @@ func (l *Lines) decodeLazy(off dwarf.Offset) *unitInfo {
 		}
 		start, err := l.lazy.unitAt(uint64(die))
 		if err != nil {
+			l.failed.Add(1) // a function's name is lost
 			return nil, 0
 		}
 		o, err := l.lazy.open(start, false)
 		if err != nil {
+			l.failed.Add(1)
 			return nil, 0
 		}
 		others = append(others, o)

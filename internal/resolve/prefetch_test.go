@@ -210,7 +210,7 @@ func TestFuncNamesCached(t *testing.T) {
 	path := filepath.Join(dir, libc.BuildID, "funcs")
 	var mtime time.Time
 	for round := range 2 {
-		names := loadFuncNames(libc, ms.debug, dir)
+		names, _ := loadFuncNames(libc, ms.debug, dir)
 		if names.Len() != len(want) {
 			t.Fatalf("round %d: %d names, want %d", round, names.Len(), len(want))
 		}

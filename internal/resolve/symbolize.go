@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -229,12 +231,12 @@ func loadTable(m *modules.Module, debug *debuginfo.DebugFile, extra []*elf.File,
 // loadFuncNames reads the function names of m and its debug file
 // (symbols.FuncValues, for tail calls), or takes them from the cache
 // (kind "funcs"). A corrupt symbol table adds no names; the others
-// still count.
-func loadFuncNames(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string) *symbols.FuncNames {
+// still count, and whole is false.
+func loadFuncNames(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string) (names *symbols.FuncNames, whole bool) {
 	cache, key := objectCache(m, debug, cacheDir)
 	if b, ok := cache.Load(m.BuildID, "funcs", key); ok {
 		if names, err := symbols.UnmarshalFuncNames(b); err == nil {
-			return names
+			return names, true
 		}
 	}
 	var debugELF *elf.File
@@ -242,17 +244,17 @@ func loadFuncNames(m *modules.Module, debug *debuginfo.DebugFile, cacheDir strin
 		debugELF = debug.File
 	}
 	values, err := symbols.FuncValues(m.File, debugELF)
-	names := symbols.NewFuncNames(values)
+	names = symbols.NewFuncNames(values)
 	if err != nil {
 		// A table that could not be read (corrupt, or a file Close let
 		// go while this ran in the background): the names serve this
 		// run, short, and are not kept for the next.
-		return names
+		return names, false
 	}
 	if b, err := names.AppendBinary(nil); err == nil {
 		cache.Store(m.BuildID, "funcs", key, b)
 	}
-	return names
+	return names, true
 }
 
 // objectCache is the cache that keeps what is built from m's symbol
@@ -267,14 +269,14 @@ func objectCache(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string)
 }
 
 // tableKey names what m's cached symbol tables are made from, for the
-// cache: the rules (symbols.BuildVersion), the object's size and time,
+// cache: the rules (symbols.BuildVersion, toolVersions), the object's size and time,
 // its MiniDebugInfo's size, its debug file's size and time. A module read
 // from memory, or without a build ID, is not cached.
 func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok bool) {
 	if m.Source == procmaps.SourceImage || m.BuildID == "" || m.Key.Size == 0 {
 		return "", false
 	}
-	key = fmt.Sprintf("symbols v%d; object %d %d", symbols.BuildVersion, m.Key.Size, m.Key.MtimeNS)
+	key = fmt.Sprintf("symbols v%d; %s; object %d %d", symbols.BuildVersion, toolVersions(), m.Key.Size, m.Key.MtimeNS)
 	if sec := m.File.Section(".gnu_debugdata"); sec != nil {
 		key += fmt.Sprintf("; minidebuginfo %d", sec.FileSize)
 	}
@@ -287,6 +289,22 @@ func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok boo
 	}
 	return key, true
 }
+
+// toolVersions names the code besides stacktop's own that decides what
+// is cached: Go's (debug/elf, debug/dwarf) and the demangler's versions.
+// A stacktop built with a newer one does not take the older one's tables
+// and answers.
+var toolVersions = sync.OnceValue(func() string {
+	v := runtime.Version()
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range bi.Deps {
+			if dep.Path == "github.com/ianlancetaylor/demangle" {
+				v += " demangle " + dep.Version
+			}
+		}
+	}
+	return v
+})
 
 // located returns m's symbols once its debug file is known (debug set):
 // it starts m's load if none is under way, and does not wait for the
@@ -456,7 +474,10 @@ func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Fram
 		clear(ms.pcs)
 	}
 	ms.pcs[vaddr] = fr
-	if err == nil && (ms.lines != nil || ms.gotab != nil) {
+	if err == nil && ms.lines != nil {
+		// Only DWARF's answers: a Go program's pclntab answers come
+		// with its table, which appendFrames also needs for the offset
+		// of a function without a symbol, and cost little to give.
 		ms.learnFrames(vaddr, fr)
 	}
 	ms.mu.Unlock()

@@ -142,13 +142,17 @@ func (s *symbolizer) startNames(r *Resolver, m *modules.Module) *moduleCallSites
 	mc.namesOnce.Do(func() {
 		go func() {
 			defer close(mc.namesDone)
+			ms := s.located(r, m)
+			whole := false
 			defer func() {
 				if recover() != nil { // (see load)
 					mc.names = nil
 				}
+				if !whole {
+					ms.unsure.Store(true) // a chain found with short names may be wrong
+				}
 			}()
-			ms := s.located(r, m)
-			mc.names = loadFuncNames(m, ms.debug, r.opts.Symbols.CacheDir)
+			mc.names, whole = loadFuncNames(m, ms.debug, r.opts.Symbols.CacheDir)
 		}()
 	})
 	return mc
@@ -264,7 +268,9 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 			mc.chains[key] = chain
 			mc.mu.Unlock()
 		}
-		if ready && learnable {
+		if ready && learnable && !cms.unsure.Load() {
+			// (The callee's module's names decided it too: short ones,
+			// after a failed read, make it unsure.)
 			ms.learnChain(learn, chain)
 		}
 	}

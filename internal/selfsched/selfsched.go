@@ -50,14 +50,16 @@ func ForDump() {
 // Settle ends the raise of package early for every command but dump: it
 // gives each thread of the program the nice value the program started
 // with (early raised the threads of the time, and those started since
-// inherited it), and Go the number of Ps it started with. Call it first
-// thing in main.
+// inherited it), and Go its default number of Ps. Call it first thing
+// in main.
 func Settle(dump bool) {
 	if dump {
 		return
 	}
-	if procs, ok := early.Procs(); ok {
-		runtime.GOMAXPROCS(procs)
+	if _, ok := early.Procs(); ok {
+		// Not GOMAXPROCS(prev): any call to it stops the runtime from
+		// following later changes of the CPU affinity or cgroup limit.
+		runtime.SetDefaultGOMAXPROCS()
 	}
 	prev, ok := early.Raised()
 	if !ok {

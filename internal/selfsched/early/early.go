@@ -41,7 +41,7 @@ var (
 
 func init() {
 	raise()
-	if _, set := syscall.Getenv("GOMAXPROCS"); !set {
+	if v, _ := syscall.Getenv("GOMAXPROCS"); v == "" {
 		prevProcs = runtime.GOMAXPROCS(runtime.NumCPU() + 1)
 	}
 }

@@ -1,0 +1,63 @@
+package resolve
+
+import (
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"stacktop/internal/targets"
+	"stacktop/profile"
+)
+
+// TestLearnedStrippedGo: a Go program without symbol table or DWARF is
+// named from its pclntab, and its frames' offsets come from the pclntab's
+// function entries. Named again from what an earlier run learned, the
+// stacks must be the same (offsets included).
+func TestLearnedStrippedGo(t *testing.T) {
+	needRoot(t)
+	bin := filepath.Join(t.TempDir(), "goprog-stripped")
+	if out, err := exec.Command("objcopy", "--strip-all", targets.Path("goprog"), bin).CombinedOutput(); err != nil {
+		t.Skipf("objcopy: %v\n%s", err, out)
+	}
+	tg := targets.StartCommand(t, bin)
+	select {
+	case <-tg.Ready():
+	case <-time.After(targets.ReadyTimeout):
+		t.Fatalf("not ready: %s", tg.Output())
+	}
+	time.Sleep(100 * time.Millisecond)
+	target := openTarget(t, tg.PID())
+	walks := target.walks(t, target.proc.Threads())
+	dir := t.TempDir()
+	target.opts.Symbols.CacheDir = dir
+	opt := SymbolOptions{CacheDir: dir}
+	fresh := func() {
+		target.syms.close()
+		target.syms, target.tails = newSymbolizer(), &tailCalls{}
+		target.named.reset()
+	}
+	name := func() (stacks [][]profile.Frame) {
+		for _, w := range walks {
+			fr, _ := target.symbolizeFrames(w, opt)
+			stacks = append(stacks, fr)
+		}
+		return stacks
+	}
+	fresh()
+	want := name()
+	fresh() // saves what was learned
+	got := name()
+	for i := range want {
+		if !slices.Equal(got[i], want[i]) {
+			for j := range want[i] {
+				if j < len(got[i]) && got[i][j] != want[i][j] {
+					t.Errorf("stack %d frame %d: learned %s+%#x, want %s+%#x", i, j,
+						got[i][j].Function, got[i][j].Offset, want[i][j].Function, want[i][j].Offset)
+				}
+			}
+			t.Fatalf("stack %d named differently from what was learned", i)
+		}
+	}
+}
