@@ -10,6 +10,7 @@
 //	defer tr.Close()             // detaches everything left, ends the thread
 //	p, err := tr.Attach(pid)     // *AttachError says why not, and what to do
 //	p, err := tr.AttachLazy(pid) // or: main thread only, the rest seized by batches (dump)
+//	l, err := ptrace.ListThreads(pid); p, err := tr.AttachLazyListed(l) // the same, with a listing the caller shares
 //	defer p.Detach()             // idempotent; also tr.DetachAll on signals
 //	s, err := p.Sample(tid, 16<<10, stackEnd)   // or SampleInto to reuse buffers
 //	p.SampleBatch(tids, opts, each)             // many threads, stops overlapped
@@ -123,6 +124,10 @@
 // Lazily, the thread list is /proc's (ListThreads), not the traced set:
 // a dump lists again after each batch until a listing holds no thread it
 // has not seen, which is how a thread created during the dump is found.
+// A dump lists once at its open, for the attach (AttachLazyListed), for
+// its read of each thread's stat and for its first batch (a listing of
+// 1,000 threads is about a millisecond of kernel time), then once after
+// each batch.
 // So no TRACECLONE: it would only make the kernel stop each thread the
 // seized main thread creates until the tracer resumes it, and add
 // tracees; a child auto-attached all the same (CLONE_PTRACE) is adopted
