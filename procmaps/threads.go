@@ -2,9 +2,10 @@ package procmaps
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,21 +16,115 @@ import (
 // Threads lists the thread IDs of a process from /proc/PID/task, ascending.
 // Threads come and go while a sampler runs: a TID in the list may be gone by
 // the time it is read (fs.ErrNotExist or ESRCH from later calls).
+//
+// The directory is read with getdents64 into a pooled buffer and the TIDs
+// are parsed from the records (ParseTaskDirents): os.ReadDir allocated a
+// DirEntry and a name per thread, and read a thousand threads in five
+// calls instead of one.
 func Threads(pid int) ([]int, error) {
-	ents, err := os.ReadDir(procPath(pid, "task"))
+	path := procPath(pid, "task")
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("procmaps: %w", err)
+		return nil, fmt.Errorf("procmaps: %w", &os.PathError{Op: "open", Path: path, Err: err})
 	}
-	tids := make([]int, 0, len(ents))
-	for _, e := range ents {
-		tid, err := strconv.Atoi(e.Name())
-		if err != nil || tid <= 0 {
+	defer unix.Close(fd)
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	var tids []int
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
 			continue
 		}
-		tids = append(tids, tid)
+		if err != nil {
+			return nil, fmt.Errorf("procmaps: %w", &os.PathError{Op: "getdents", Path: path, Err: err})
+		}
+		if n == 0 {
+			break
+		}
+		if tids == nil {
+			tids = make([]int, 0, n/direntTIDSize+1)
+		}
+		if tids, err = ParseTaskDirents(buf[:n], tids); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
-	sort.Ints(tids)
+	if !slices.IsSorted(tids) { // the kernel lists them in creation order
+		slices.Sort(tids)
+	}
 	return tids, nil
+}
+
+// direntBufs holds Threads' getdents buffers: 64 KiB is a single call
+// for 2,000 threads (a TID's record is 32 bytes).
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// direntTIDSize is the size of a linux_dirent64 record of a TID of up to
+// 12 digits: the 19 bytes of its header, the name and its NUL, rounded up
+// to 8.
+const direntTIDSize = 32
+
+// DirentError reports a malformed linux_dirent64 record: the byte offset
+// of the record in the buffer getdents64 filled, and what is wrong.
+type DirentError struct {
+	Off int
+	Msg string
+}
+
+func (e *DirentError) Error() string {
+	return fmt.Sprintf("procmaps: directory record at offset %d: %s", e.Off, e.Msg)
+}
+
+// direntHeader is the size of linux_dirent64's fixed part: d_ino (8),
+// d_off (8), d_reclen (2), d_type (1), then the NUL-terminated d_name.
+const direntHeader = 19
+
+// ParseTaskDirents appends to tids the thread IDs named by the
+// linux_dirent64 records in buf (what getdents64 filled from a
+// /proc/PID/task directory) and returns the result. Names that are not a
+// positive decimal number ("." and "..") are skipped; a record whose
+// length does not fit the buffer or its name is a *DirentError.
+func ParseTaskDirents(buf []byte, tids []int) ([]int, error) {
+	for off := 0; off < len(buf); {
+		if len(buf)-off < direntHeader {
+			return tids, &DirentError{Off: off, Msg: fmt.Sprintf("%d bytes left, shorter than a record header", len(buf)-off)}
+		}
+		reclen := int(binary.NativeEndian.Uint16(buf[off+16:]))
+		if reclen <= direntHeader || reclen > len(buf)-off {
+			return tids, &DirentError{Off: off, Msg: fmt.Sprintf("record length %d outside %d..%d", reclen, direntHeader+1, len(buf)-off)}
+		}
+		name := buf[off+direntHeader : off+reclen]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		} else {
+			return tids, &DirentError{Off: off, Msg: "name without a terminating NUL"}
+		}
+		if tid := parseTID(name); tid > 0 {
+			tids = append(tids, tid)
+		}
+		off += reclen
+	}
+	return tids, nil
+}
+
+// parseTID returns the positive decimal number name spells, or 0 (not a
+// number, a leading zero, or above 2^31-1: no TID is).
+func parseTID(name []byte) int {
+	if len(name) == 0 || len(name) > 10 || name[0] == '0' {
+		return 0
+	}
+	n := 0
+	for _, c := range name {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > 1<<31-1 {
+		return 0
+	}
+	return n
 }
 
 // Stat is the subset of /proc/PID/task/TID/stat (proc(5)) a sampler needs.

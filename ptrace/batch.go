@@ -454,7 +454,7 @@ const startPollEvery = 4
 
 // batchDrainGap is how often, at most, a long batch drains the events of
 // threads outside it (signals to deliver, group-stops, new threads). A
-// drain's peek walks every tracee in the kernel, so the gap grows with
+// drain's wait walks every tracee in the kernel, so the gap grows with
 // their number (batchDrainPerTracee each), from batchDrainMin: a small
 // process's signals wait microseconds, a thousand threads' walks stay a
 // small part of the batch.
@@ -1023,8 +1023,8 @@ func (p *Process) poll(window int) (found, drained bool) {
 }
 
 // pollAny is a poll round of one wait for any tracee: it consumes every
-// pending event of the tracer thread's tracees (t.next: peeked first, so
-// a child's exit is never consumed), samples each thread in flight that
+// pending event of the tracer thread's tracees (t.next, which never
+// consumes a child's exit), samples each thread in flight that
 // stopped, and hands every other event to dispatch, exactly as a drain
 // would (the main thread's group-stop, a signal to deliver, an exit, an
 // auto-attached thread). A flight that can answer without a wait (held

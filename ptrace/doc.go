@@ -10,6 +10,7 @@
 //	defer tr.Close()             // detaches everything left, ends the thread
 //	p, err := tr.Attach(pid)     // *AttachError says why not, and what to do
 //	p, err := tr.AttachLazy(pid) // or: main thread only, the rest seized by batches (dump)
+//	l, err := ptrace.ListThreads(pid); p, err := tr.AttachLazyListed(l) // the same, with a listing the caller shares
 //	defer p.Detach()             // idempotent; also tr.DetachAll on signals
 //	s, err := p.Sample(tid, 16<<10, stackEnd)   // or SampleInto to reuse buffers
 //	p.SampleBatch(tids, opts, each)             // many threads, stops overlapped
@@ -29,8 +30,13 @@
 // a closure to it and waits, so methods are safe for concurrent use, and
 // Detach/DetachAll work from a signal-handling goroutine or a deferred
 // recover. Waits use __WNOTHREAD so only this thread's tracees are seen,
-// and peek with WNOWAIT before consuming, so an exit status of a child the
-// program forked itself is never stolen.
+// and never an exit status of a child the program forked itself: the
+// tracer thread is neither the main thread (to which the kernel gives
+// the children of a thread that ends) nor one that forked (NewTracer
+// tries up to eight threads for one), and no request forks, so a wait for
+// any tracee finds tracees only. Where it could not get such a thread, a
+// wait for any tracee peeks with WNOWAIT before consuming, and leaves a
+// child's status to its owner.
 //
 // # Why SEIZE and INTERRUPT
 //
@@ -70,7 +76,7 @@
 // handles events of threads nobody is sampling (a signal is delivered, a
 // group-stop listened to, a new thread resumed) within 2 ms of the signal,
 // and polls every 100ms in case a SIGCHLD was missed. The drain is rate
-// limited because its peek walks every traced thread in the kernel, and
+// limited because its wait walks every traced thread in the kernel, and
 // sampling itself raises a SIGCHLD per stop. Signals are not: after a
 // drain that delivered one, the next SIGCHLD is handled at once, and the
 // thread is polled for 50 µs in case another signal is queued for it
@@ -114,8 +120,8 @@
 // lists /proc/PID/task; a batch seizes each further thread right before
 // its INTERRUPT, in its flight, and (with Release) detaches it at its
 // sample's stop. The tracer's tracees are then the main thread and the
-// threads in flight, so a poll round is one wait for any tracee (pollAny:
-// the peek of a drain, then a wait4 of the TID it names) instead of one
+// threads in flight, so a poll round is one wait for any tracee (pollAny,
+// the wait of a drain) instead of one
 // wait4 per flight, most of which found nothing; every status that is not
 // a flight's (the main thread's group-stop or signal, an exit) goes to
 // dispatch, as a drain would take it, and no separate drain is due.
@@ -123,6 +129,10 @@
 // Lazily, the thread list is /proc's (ListThreads), not the traced set:
 // a dump lists again after each batch until a listing holds no thread it
 // has not seen, which is how a thread created during the dump is found.
+// A dump lists once at its open, for the attach (AttachLazyListed), for
+// its read of each thread's stat and for its first batch (a listing of
+// 1,000 threads is about a millisecond of kernel time), then once after
+// each batch.
 // So no TRACECLONE: it would only make the kernel stop each thread the
 // seized main thread creates until the tracer resumes it, and add
 // tracees; a child auto-attached all the same (CLONE_PTRACE) is adopted
@@ -162,7 +172,7 @@
 // bookkeeping, SIGCHLD is blocked on the tracer thread so its handler does
 // not run there right as the wait returns, a non-main thread's stop is
 // waited for with a wait4 of that TID (O(1) in the kernel); a main
-// thread's through the peek described above (a blocking wait4 on a main
+// thread's through a wait for any tracee (a blocking wait4 on a main
 // thread can deadlock in a group exit, and polling for its stop made the
 // next request wait in the kernel for the thread to leave its CPU). Exits do
 // not scan every thread of the process: only when the main thread looks

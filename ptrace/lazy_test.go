@@ -393,3 +393,51 @@ func detachStillStopped(t *testing.T, p *Process, pid int, before uint64) {
 	syscall.Kill(pid, syscall.SIGCONT)
 	waitState(t, pid, "RS")
 }
+
+// AttachLazyListed takes the caller's listing for the attach's own: its
+// threads are seized by a batch without another listing, a thread created
+// since is not (ErrUnknownThread, untraced) until ListThreads lists it,
+// and then is sampled. Every thread is untraced afterwards.
+func TestLazyListed(t *testing.T) {
+	tg := startTarget(t, "grow", "8", "20")
+	tr := NewTracer()
+	defer tr.Close()
+	l, err := ListThreads(tg.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.PID() != tg.pid || !slices.Contains(l.TIDs(), tg.pid) || !slices.IsSorted(l.TIDs()) {
+		t.Fatalf("listing of %d: %d %v", tg.pid, l.PID(), l.TIDs())
+	}
+	listed := slices.Clone(l.TIDs())
+	p, err := tr.AttachLazyListed(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Lazy() {
+		t.Fatal("AttachLazyListed attached whole")
+	}
+	if !slices.Equal(l.TIDs(), listed) {
+		t.Errorf("the attach changed the caller's listing: %v, was %v", l.TIDs(), listed)
+	}
+	born := waitNewThread(t, tg.pid, listed)
+	var bornErr error
+	err = p.SampleBatch([]int{born}, BatchOptions{StackWindow: 1024, Release: true, Overlap: true},
+		func(i int, s *Sample, err error) bool { bornErr = err; return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(bornErr, ErrUnknownThread) {
+		t.Errorf("thread %d, created after the listing, before a listing holds it: %v, want ErrUnknownThread", born, bornErr)
+	}
+	if st, err := procmaps.ReadStatus(tg.pid, born); err == nil && st.TracerPID != 0 {
+		t.Errorf("thread %d, never listed, is traced by %d", born, st.TracerPID)
+	}
+	errs := lazyDump(t, p, listed, nil)
+	for _, tid := range append(listed, born) {
+		if err, ok := errs[tid]; !ok || err != nil {
+			t.Errorf("thread %d: sampled %v, %v", tid, ok, err)
+		}
+	}
+	detachUntraced(t, p, tg.pid)
+}

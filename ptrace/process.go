@@ -109,7 +109,7 @@ type Sample struct {
 // TRACEEXEC; no signal, no stop), listing /proc/PID/task until no new
 // thread appears. A process that was stopped (state T) stays stopped.
 // Failures are *AttachError.
-func (t *Tracer) Attach(pid int) (*Process, error) { return t.attachMode(pid, false) }
+func (t *Tracer) Attach(pid int) (*Process, error) { return t.attachMode(pid, false, nil) }
 
 // AttachLazy is Attach for a one-shot dump: it seizes the main thread only
 // (so a permission, ptrace_scope or container refusal is an *AttachError
@@ -118,9 +118,44 @@ func (t *Tracer) Attach(pid int) (*Process, error) { return t.attachMode(pid, fa
 // before its interrupt (see "Lazy seizing" in the package doc). A process
 // that is stopped (state T), or whose main thread is a zombie, is
 // attached as Attach does instead: Lazy then reports false.
-func (t *Tracer) AttachLazy(pid int) (*Process, error) { return t.attachMode(pid, true) }
+func (t *Tracer) AttachLazy(pid int) (*Process, error) { return t.attachMode(pid, true, nil) }
 
-func (t *Tracer) attachMode(pid int, lazy bool) (*Process, error) {
+// Listing is the thread list of /proc/PID/task as ListThreads read it at
+// one moment. A lazy attach given one (AttachLazyListed) takes it for its
+// own listing, so a caller that needs the list at the open too (a dump
+// reads each thread's stat while the tracer attaches) lists once instead
+// of twice; only ListThreads makes one, so the threads a batch may seize
+// are still only ones /proc listed for the process.
+type Listing struct {
+	pid  int
+	tids []int
+}
+
+// ListThreads lists the threads of pid from /proc/PID/task.
+func ListThreads(pid int) (*Listing, error) {
+	tids, err := procmaps.Threads(pid)
+	if err != nil {
+		return nil, fmt.Errorf("listing the threads of %d: %w", pid, err)
+	}
+	return &Listing{pid: pid, tids: tids}, nil
+}
+
+// PID is the process l lists.
+func (l *Listing) PID() int { return l.pid }
+
+// TIDs returns the threads listed, ascending. The slice is l's: read it,
+// do not change it.
+func (l *Listing) TIDs() []int { return l.tids }
+
+// AttachLazyListed is AttachLazy(l.PID()) with l for the attach's listing
+// of /proc/PID/task (the threads a batch may seize, until ListThreads
+// lists again). A thread created after l was read is not listed: a later
+// listing finds it, as one created after AttachLazy's own would be.
+func (t *Tracer) AttachLazyListed(l *Listing) (*Process, error) {
+	return t.attachMode(l.pid, true, l)
+}
+
+func (t *Tracer) attachMode(pid int, lazy bool, listing *Listing) (*Process, error) {
 	if pid <= 0 {
 		return nil, &AttachError{PID: pid, Cause: CauseNoProcess, Err: unix.ESRCH}
 	}
@@ -138,13 +173,13 @@ func (t *Tracer) attachMode(pid int, lazy bool) (*Process, error) {
 		return nil, newAttachError(pid, 0, CauseSelf, nil)
 	}
 	var p *Process
-	if e := t.do(func() { p, err = t.attach(pid, st, lazy) }); e != nil {
+	if e := t.do(func() { p, err = t.attach(pid, st, lazy, listing) }); e != nil {
 		return nil, e
 	}
 	return p, err
 }
 
-func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) {
+func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool, listing *Listing) (*Process, error) {
 	p := &Process{tr: t, pid: pid, threads: make(map[int]*thread), seen: make(map[int]bool),
 		released: make(map[int]bool), wasStopped: st.State == 'T'}
 	if st.State == 'Z' || st.State == 'X' {
@@ -166,7 +201,15 @@ func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool) (*Process, error) 
 	}
 	tried := make(map[int]bool)
 	for {
-		tids, err := procmaps.Threads(pid)
+		var tids []int
+		var err error
+		if listing != nil {
+			// The caller's listing stands for the first; reordered
+			// below, so a copy.
+			tids, listing = slices.Clone(listing.tids), nil
+		} else {
+			tids, err = procmaps.Threads(pid)
+		}
 		if err != nil {
 			if len(p.threads) == 0 {
 				return fail(&AttachError{PID: pid, Cause: CauseNoProcess, Err: err})

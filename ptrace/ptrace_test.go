@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -573,17 +574,42 @@ func TestDetachAllFromOtherGoroutine(t *testing.T) {
 	}
 }
 
-// TestStrayChildNotReaped: a child forked by the tracer thread itself
-// exits while we trace; the tracer must leave its exit status to its owner.
+// tracerWithChild starts a Tracer on a thread that forked a child (true,
+// which exits at once) before the tracer took it: where every attempt of
+// NewTracer to find a thread without children failed. It returns the
+// child, whose exit status is its own (exec.Cmd.Wait).
+func tracerWithChild(t *testing.T) (*Tracer, *exec.Cmd) {
+	t.Helper()
+	tr := newTracer()
+	started := make(chan struct{})
+	child := exec.Command("true")
+	forked := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // fork here, then become the tracer thread
+		if err := child.Start(); err != nil {
+			forked <- err
+			return
+		}
+		forked <- nil
+		tr.loop(started, loopAttempts, nil)
+	}()
+	if err := <-forked; err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	t.Cleanup(tr.Close)
+	return tr, child
+}
+
+// TestStrayChildNotReaped: the tracer thread has a child of its own
+// (tracerWithChild), which exits while we trace; the tracer must leave
+// its exit status to its owner, through every kind of wait: attaches, a
+// whole process's samples, drains, a lazy dump's polls for any tracee.
 func TestStrayChildNotReaped(t *testing.T) {
 	tg := startTarget(t, "spin", "2")
-	tr := NewTracer()
-	defer tr.Close()
-	stray := exec.Command("true")
-	var startErr error
-	tr.do(func() { startErr = stray.Start() }) // forked by the tracer thread
-	if startErr != nil {
-		t.Fatal(startErr)
+	tr, stray := tracerWithChild(t)
+	if !tr.strays {
+		t.Fatal("a tracer thread with a child does not expect strays")
 	}
 	waitState(t, stray.Process.Pid, "Z")
 	p := attach(t, tr, tg.pid)
@@ -598,8 +624,69 @@ func TestStrayChildNotReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUntraced(t, tg.pid)
+	for i := 0; i < 5; i++ {
+		p := attachIn(t, tr, tg.pid, true)
+		for tid, err := range lazyDump(t, p, nil, nil) {
+			if err != nil {
+				t.Errorf("thread %d: %v", tid, err)
+			}
+		}
+		detachUntraced(t, p, tg.pid)
+	}
+	time.Sleep(2 * safetyPoll) // a drain or two
 	if err := stray.Wait(); err != nil {
 		t.Fatalf("the stray child's exit was taken from its owner: %v", err)
+	}
+}
+
+// TestTracerThreadNoStrays: NewTracer takes neither the main thread nor a
+// thread with children, so its waits need no peek; a child forked by
+// another thread that then ends (the kernel gives it to the main
+// thread) is not the tracer thread's, and its exit is left to its owner
+// while the tracer waits for any tracee.
+func TestTracerThreadNoStrays(t *testing.T) {
+	tg := startTarget(t, "spin", "2")
+	// A pooled thread forks, then ends with its goroutine.
+	orphan := exec.Command("true")
+	forked := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		forked <- orphan.Start()
+	}()
+	if err := <-forked; err != nil {
+		t.Fatal(err)
+	}
+	// The kernel gives the orphan to the main thread once its thread
+	// ended: the premise of Tracer.strays.
+	mainChildren := fmt.Sprintf("/proc/self/task/%d/children", os.Getpid())
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		b, _ := os.ReadFile(mainChildren)
+		if slices.Contains(strings.Fields(string(b)), fmt.Sprint(orphan.Process.Pid)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child %d never became the main thread's (%s: %q)", orphan.Process.Pid, mainChildren, b)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tr := NewTracer()
+	defer tr.Close()
+	if tr.strays || tr.tid == os.Getpid() {
+		t.Errorf("tracer thread %d (process %d) expects strays", tr.tid, os.Getpid())
+	}
+	waitState(t, orphan.Process.Pid, "Z")
+	for i := 0; i < 5; i++ {
+		p := attachIn(t, tr, tg.pid, true)
+		for tid, err := range lazyDump(t, p, nil, nil) {
+			if err != nil {
+				t.Errorf("thread %d: %v", tid, err)
+			}
+		}
+		detachUntraced(t, p, tg.pid)
+	}
+	time.Sleep(2 * safetyPoll)
+	if err := orphan.Wait(); err != nil {
+		t.Fatalf("a child of the program was reaped by the tracer: %v", err)
 	}
 }
 

@@ -67,6 +67,16 @@ func wait4NoHang(tid int) (int, unix.WaitStatus, error) {
 	}
 }
 
+// waitAny consumes the next wait event of any tracee of this thread (or
+// child: see Tracer.strays); with WNOHANG it cannot block, so it skips the
+// scheduler hand-off as wait4NoHang does.
+func waitAny(options int) (int, unix.WaitStatus, error) {
+	if options&unix.WNOHANG == 0 {
+		return wait4(-1, options)
+	}
+	return wait4NoHang(-1)
+}
+
 // stopSpin is how long pollStop polls for a stop before the tracer sleeps
 // in wait4 instead. A running thread stops some 20 µs after
 // PTRACE_INTERRUPT; a tracer asleep in wait4 must then be woken and

@@ -50,6 +50,13 @@ type Tracer struct {
 	// signalStops counts signal-delivery-stops resumed outside a sample
 	// (by a drain): the loop then handles the next SIGCHLD at once.
 	signalStops int64
+
+	// strays: this thread may have a child that is not a tracee, whose
+	// exit a wait for any tracee could take from its owner, so next
+	// peeks before it consumes. False when the thread is not the
+	// process's main thread and had no child when the tracer took it
+	// (see loop): it then never has one.
+	strays bool
 }
 
 type request struct {
@@ -61,7 +68,15 @@ var replyPool = sync.Pool{New: func() any { return make(chan any, 1) }}
 
 // NewTracer starts the tracer thread.
 func NewTracer() *Tracer {
-	t := &Tracer{
+	t := newTracer()
+	started := make(chan struct{})
+	go t.loop(started, 0, nil)
+	<-started
+	return t
+}
+
+func newTracer() *Tracer {
+	return &Tracer{
 		reqs:       make(chan request),
 		quit:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -69,10 +84,6 @@ func NewTracer() *Tracer {
 		threads:    make(map[int]*thread),
 		leftTraced: make(map[int]struct{}),
 	}
-	started := make(chan struct{})
-	go t.loop(started, 0)
-	<-started
-	return t
 }
 
 // hasChildren reports whether the calling OS thread forked processes that
@@ -92,17 +103,46 @@ const safetyPoll = 100 * time.Millisecond
 // signal. Kept short: a new thread does not run until it is resumed.
 const drainGap = 2 * time.Millisecond
 
-func (t *Tracer) loop(started chan<- struct{}, attempt int) {
+// loopAttempts bounds the threads loop tries before it keeps one with
+// children, or the main thread (strays).
+const loopAttempts = 8
+
+// loop is the tracer goroutine. It wants a thread that never has a child
+// that is not a tracee (a stray), so that one wait4 for any tracee
+// consumes the next event: no request the tracer runs forks, so a child
+// can only be there from before (a pooled thread that once ran
+// exec.Cmd.Start) or be given to the thread when another thread of the
+// process exits, or when an orphan is reparented to this process (a
+// child subreaper): the kernel gives those to the first live thread of
+// the process, the main thread. So loop takes neither a thread with
+// children nor the main thread, where it can (loopAttempts); otherwise it
+// sets strays, and each wait peeks first (next). held, if not nil, is
+// closed once this goroutine locked its thread.
+func (t *Tracer) loop(started chan<- struct{}, attempt int, held chan<- struct{}) {
 	// Never unlocked: when this goroutine returns, the runtime ends the OS
 	// thread, and the kernel detaches whatever it still traced.
 	runtime.LockOSThread()
-	if attempt < 8 && hasChildren() {
+	if held != nil {
+		close(held)
+	}
+	if attempt < loopAttempts && hasChildren() {
 		// A pooled thread that once ran exec.Cmd.Start: retire it (its
 		// children move to another thread of the process) and try again.
-		go t.loop(started, attempt+1)
+		go t.loop(started, attempt+1, nil)
+		return
+	}
+	if attempt < loopAttempts && unix.Gettid() == unix.Getpid() {
+		// The main thread, which the runtime does not end: hold it
+		// until the next attempt runs on another thread, then give it
+		// back. (The first goroutine a program starts often runs on it.)
+		next := make(chan struct{})
+		go t.loop(started, attempt+1, next)
+		<-next
+		runtime.UnlockOSThread()
 		return
 	}
 	t.tid = unix.Gettid()
+	t.strays = t.tid == unix.Getpid() || hasChildren()
 	raisePriority()
 	// A batch's poll rounds sleep 20 µs; the default timer slack (50 µs)
 	// would more than triple that while stopped threads wait.
@@ -122,7 +162,7 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int) {
 	defer signal.Stop(sigchld)
 	tick := time.NewTicker(safetyPoll)
 	defer tick.Stop()
-	// A drain's peek (waitid over all tracees) costs time in proportion to
+	// A drain's wait for any tracee costs time in proportion to
 	// the number of traced threads, and sampling itself sends a SIGCHLD per
 	// stop: draining at each one cost a 1,000-thread target a fifth of
 	// stacktop's CPU. So drains are at least drainGap apart; a SIGCHLD
@@ -301,12 +341,23 @@ func (t *Tracer) drain() (done bool) {
 // drainBudget bounds one drain (see drain).
 const drainBudget = 2 * time.Millisecond
 
-// next consumes the next wait event of one of our tracees. It peeks first:
-// the event of a child that is not a tracee must be left for its owner, so
-// next reports it as stray and the caller polls tracees one by one. A
-// tracee no Process claims (one left traced by Detach because it slept
-// uninterruptibly, now stopping) is consumed: dispatch detaches it.
+// next consumes the next wait event of one of our tracees: wpid is 0 if
+// none is pending (WNOHANG), -1 if there is no tracee. Where the thread
+// may have children that are not tracees (strays) it peeks first: the
+// event of such a child must be left for its owner, so next reports it
+// as stray and the caller polls tracees one by one. A tracee no Process
+// claims (one left traced by Detach because it slept uninterruptibly,
+// now stopping) is consumed: dispatch detaches it. Without strays one
+// wait4 for any tracee does it (a 1,000-thread dump makes some 2,000 of
+// these waits: the peek doubled their system calls).
 func (t *Tracer) next(options int) (wpid int, ws unix.WaitStatus, stray bool) {
+	if !t.strays {
+		wpid, ws, err := waitAny(options)
+		if err != nil {
+			return -1, 0, false
+		}
+		return wpid, ws, false
+	}
 	pid := peekTracee(options)
 	if pid <= 0 {
 		return pid, 0, false

@@ -3,6 +3,7 @@ package ptracesampler
 import (
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 
 	"stacktop/internal/backend"
@@ -38,6 +39,9 @@ type Dump struct {
 	// early holds the threads' stats read while the tracer attached
 	// (prefetchStats); nil once the first batch used them.
 	early *statPrefetch
+	// listed is the listing of /proc/PID/task made at the open, which the
+	// stat prefetch and the lazy attach shared: Threads' first answer.
+	listed []int
 }
 
 // statPrefetch is the stat of every thread listed before the attach,
@@ -55,14 +59,11 @@ type statPrefetch struct {
 	stats map[int]procmaps.Stat
 }
 
-func prefetchStats(pid int, tasks *procmaps.TaskDir) *statPrefetch {
+func prefetchStats(pid int, tasks *procmaps.TaskDir, tids []int) *statPrefetch {
 	f := &statPrefetch{done: make(chan struct{})}
 	go func() {
 		defer close(f.done)
-		tids, err := procmaps.Threads(pid)
-		if err != nil {
-			return
-		}
+		var err error
 		stats := make([]procmaps.Stat, len(tids))
 		read := make([]bool, len(tids))
 		// In parts, on as many goroutines as CPUs (up to statWorkers):
@@ -138,20 +139,35 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int, freeze bool) (*Dump, 
 		stackWindow = DefaultStackWindow
 	}
 	d := &Dump{pid: pid, window: stackWindow}
+	// One listing of /proc/PID/task for the stat prefetch, the attach
+	// and Threads' first answer (for 1,000 threads, a listing is about
+	// a millisecond of kernel time). If it fails, the attach lists and
+	// says why.
+	listing, _ := ptrace.ListThreads(pid)
 	if tasks, err := procmaps.OpenTaskDir(pid); err == nil {
 		d.tasks = tasks
-		d.early = prefetchStats(pid, tasks)
+		if listing != nil {
+			d.early = prefetchStats(pid, tasks, listing.TIDs())
+		}
 	}
-	attach := tracer.AttachLazy
-	if freeze {
-		attach = tracer.Attach
+	var proc *ptrace.Process
+	var err error
+	switch {
+	case freeze:
+		proc, err = tracer.Attach(pid)
+	case listing != nil:
+		proc, err = tracer.AttachLazyListed(listing)
+	default:
+		proc, err = tracer.AttachLazy(pid)
 	}
-	proc, err := attach(pid)
 	if err != nil {
 		d.Close()
 		return nil, err
 	}
 	d.proc = proc
+	if listing != nil && proc.Lazy() {
+		d.listed = listing.TIDs()
+	}
 	return d, nil
 }
 
@@ -162,8 +178,15 @@ func OpenDump(tracer *ptrace.Tracer, pid, stackWindow int, freeze bool) (*Dump, 
 // process), they are the threads still attached: not those Sample let
 // go; a thread created since is attached by the kernel (TRACECLONE) and
 // shows up in the next listing.
+//
+// Lazily, the first answer is the open's listing (which the attach and
+// the stat prefetch shared); each later one lists /proc again.
 func (d *Dump) Threads() []int {
 	if d.proc.Lazy() {
+		if tids := d.listed; tids != nil {
+			d.listed = nil
+			return slices.Clone(tids) // the prefetch's too
+		}
 		tids, _ := d.proc.ListThreads() // gone: nothing left to dump
 		return tids
 	}

@@ -1,9 +1,11 @@
 package ptracesampler_test
 
 import (
+	"maps"
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"stacktop/internal/backend"
 	"stacktop/internal/ptracesampler"
@@ -119,13 +121,21 @@ func TestOpenDumpLazy(t *testing.T) {
 		if err := d.Close(); err != nil {
 			t.Fatal(err)
 		}
-		states, err := targets.ThreadStates(pid)
-		if err != nil {
-			t.Fatal(err)
+		// A thread detached from its ptrace stop goes back to its group-
+		// stop once it runs again (state R until then: on a loaded
+		// machine, milliseconds); one left running never does.
+		var states map[int]byte
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(time.Millisecond) {
+			if states, err = targets.ThreadStates(pid); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(slices.Collect(maps.Values(states)), func(st byte) bool { return st != 'T' }) || time.Now().After(deadline) {
+				break
+			}
 		}
 		for tid, st := range states {
 			if st != 'T' {
-				t.Errorf("thread %d state %c after the dump, want T", tid, st)
+				t.Errorf("thread %d state %c 2 s after the dump, want T", tid, st)
 			}
 		}
 	})

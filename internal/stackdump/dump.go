@@ -162,7 +162,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	d.UseMaps(r.Mappings()) // read once, for both
 	res = &Result{PID: pid, Command: procmaps.Cmdline(pid), Unwinders: r.UnwinderNames()}
 
-	if opt.TID != 0 && !slices.Contains(d.Threads(), opt.TID) {
+	// (Lazily, Threads' first answer is the open's listing: a thread
+	// created since is in the second.)
+	if opt.TID != 0 && !slices.Contains(d.Threads(), opt.TID) && !slices.Contains(d.Threads(), opt.TID) {
 		return nil, fmt.Errorf("thread %d is not a thread of process %d", opt.TID, pid)
 	}
 	var frozenAt time.Time
