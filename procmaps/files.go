@@ -59,17 +59,6 @@ func Children(pid int) ([]int, error) {
 	return out, nil
 }
 
-// ThreadSelfChildren returns the PIDs of the children forked by the
-// calling OS thread (/proc/thread-self/children), nil when it has none or
-// the file cannot be read.
-func ThreadSelfChildren() []int {
-	b, err := os.ReadFile("/proc/thread-self/children")
-	if err != nil {
-		return nil
-	}
-	return appendPIDs(nil, b)
-}
-
 func appendPIDs(out []int, b []byte) []int {
 	for _, f := range strings.Fields(string(b)) {
 		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {

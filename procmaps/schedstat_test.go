@@ -138,13 +138,14 @@ func TestStatFileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	rfd := int(r.Fd()) // here, not in the goroutine: it would race with the Close above
 	sleeper := make(chan int)
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
 		sleeper <- unix.Gettid()
 		var b [1]byte
-		unix.Read(int(r.Fd()), b[:]) // blocks in the kernel until w closes
+		unix.Read(rfd, b[:]) // blocks in the kernel until w closes
 	}()
 	asleep, err := OpenStat(os.Getpid(), <-sleeper)
 	if err != nil {

@@ -32,6 +32,7 @@ func Threads(pid int) ([]int, error) {
 	defer direntBufs.Put(bp)
 	buf := *bp
 	var tids []int
+	read := 0 // bytes of records parsed by earlier calls
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
@@ -47,8 +48,12 @@ func Threads(pid int) ([]int, error) {
 			tids = make([]int, 0, n/direntTIDSize+1)
 		}
 		if tids, err = ParseTaskDirents(buf[:n], tids); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			if de, ok := err.(*DirentError); ok {
+				de.Off += read // from the directory's first record
+			}
+			return nil, fmt.Errorf("procmaps: %s: %w", path, err)
 		}
+		read += n
 	}
 	if !slices.IsSorted(tids) { // the kernel lists them in creation order
 		slices.Sort(tids)
@@ -73,7 +78,7 @@ type DirentError struct {
 }
 
 func (e *DirentError) Error() string {
-	return fmt.Sprintf("procmaps: directory record at offset %d: %s", e.Off, e.Msg)
+	return fmt.Sprintf("directory record at offset %d: %s", e.Off, e.Msg)
 }
 
 // direntHeader is the size of linux_dirent64's fixed part: d_ino (8),

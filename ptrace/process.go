@@ -152,6 +152,9 @@ func (l *Listing) TIDs() []int { return l.tids }
 // lists again). A thread created after l was read is not listed: a later
 // listing finds it, as one created after AttachLazy's own would be.
 func (t *Tracer) AttachLazyListed(l *Listing) (*Process, error) {
+	if l == nil {
+		return nil, errors.New("ptrace: AttachLazyListed without a listing (ListThreads makes one)")
+	}
 	return t.attachMode(l.pid, true, l)
 }
 

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -86,11 +87,18 @@ func newTracer() *Tracer {
 	}
 }
 
-// hasChildren reports whether the calling OS thread forked processes that
-// still exist. Such a thread would see their exits among its tracees' wait
-// events; the tracer wants a thread without them.
+// hasChildren reports whether the calling OS thread has a child it could
+// wait for (before it traces anything: a tracee would count too). Such a
+// thread would see their exits among its tracees' wait events; the tracer
+// wants a thread without them. The kernel is asked (a wait that takes
+// nothing, WNOWAIT|WNOHANG), not /proc/thread-self/children, which a
+// kernel without CONFIG_PROC_CHILDREN or a masked /proc lacks: only
+// ECHILD means none, and any other answer counts as children.
 func hasChildren() bool {
-	return len(procmaps.ThreadSelfChildren()) > 0
+	var info unix.Siginfo
+	_, _, e := unix.RawSyscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info)),
+		unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT|unix.WNOHANG|unix.WALL|unix.WNOTHREAD, 0, 0)
+	return e != unix.ECHILD
 }
 
 // safetyPoll bounds how long a tracee event can wait unnoticed if a SIGCHLD
@@ -114,7 +122,8 @@ const loopAttempts = 8
 // exec.Cmd.Start) or be given to the thread when another thread of the
 // process exits, or when an orphan is reparented to this process (a
 // child subreaper): the kernel gives those to the first live thread of
-// the process, the main thread. So loop takes neither a thread with
+// the process, the main thread (since Linux 3.19; before, to the next
+// thread of the list, which could be this one). So loop takes neither a thread with
 // children nor the main thread, where it can (loopAttempts); otherwise it
 // sets strays, and each wait peeks first (next). held, if not nil, is
 // closed once this goroutine locked its thread.
@@ -125,20 +134,21 @@ func (t *Tracer) loop(started chan<- struct{}, attempt int, held chan<- struct{}
 	if held != nil {
 		close(held)
 	}
-	if attempt < loopAttempts && hasChildren() {
-		// A pooled thread that once ran exec.Cmd.Start: retire it (its
-		// children move to another thread of the process) and try again.
-		go t.loop(started, attempt+1, nil)
-		return
-	}
 	if attempt < loopAttempts && unix.Gettid() == unix.Getpid() {
 		// The main thread, which the runtime does not end: hold it
 		// until the next attempt runs on another thread, then give it
 		// back. (The first goroutine a program starts often runs on it.)
+		// Checked first: returning locked, it would be parked for good.
 		next := make(chan struct{})
 		go t.loop(started, attempt+1, next)
 		<-next
 		runtime.UnlockOSThread()
+		return
+	}
+	if attempt < loopAttempts && hasChildren() {
+		// A pooled thread that once ran exec.Cmd.Start: retire it (its
+		// children move to another thread of the process) and try again.
+		go t.loop(started, attempt+1, nil)
 		return
 	}
 	t.tid = unix.Gettid()
