@@ -15,7 +15,8 @@
 # machine busy while the 1-thread process is dumped, and the 1-thread
 # figures would measure the wait for a CPU: each round therefore stops it
 # (SIGSTOP) for the 1-thread runs and resumes it (SIGCONT) before the next
-# round's 1,000-thread runs, which stay on a process that runs. One
+# round's 1,000-thread runs, which stay on a process that runs (once its
+# threads are back in their waits: settle). One
 # untimed stacktop dump of each process before the first round fills
 # stacktop's DWARF cache, so every round measures a warm cache (a user's
 # second dump; the first inflates libc's DWARF and writes the cache). For
@@ -68,6 +69,22 @@ for i in $(seq 300); do grep -q ready "$work/mix.out" && break; sleep 0.1; done
 echo "1,000-thread process: pid $mt ($(ls /proc/$mt/task | wc -l) threads); 1-thread process: pid $one (sleep)"
 
 now_ns() { date +%s%N; }
+# settle PID N: wait (at most 5 s) until no more than N threads of PID are
+# runnable, then one second more. After SIGCONT every thread of the
+# 1,000-thread process wakes to go back to its wait, and the machine, idle
+# but for the short 1-thread runs while that process was stopped, is busy
+# again; the run timed first after that, stacktop's with file:line, was
+# the slowest of every round (medians of 5: 123 ms, against 97 for the
+# --no-lines run just after it, which reads no line tables but is
+# otherwise the same work).
+settle() {
+	local i
+	for i in $(seq 100); do
+		[ "$(cat /proc/"$1"/task/*/stat 2>/dev/null | awk '$3 == "R"' | wc -l)" -le "$2" ] && break
+		sleep 0.05
+	done
+	sleep 1
+}
 # run CMD...: CMD's wall time in ms; its output in $work/out and err.
 run() {
 	local s e
@@ -142,6 +159,7 @@ for r in $(seq "$rounds"); do
 		fi
 	done
 	kill -CONT "$mt"
+	settle "$mt" 4
 done
 
 m() { tr ' ' '\n' <<<"${vals[$1]:-}" | grep . | median; }
