@@ -71,7 +71,8 @@ var direntBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &
 const direntTIDSize = 32
 
 // DirentError reports a malformed linux_dirent64 record: the byte offset
-// of the record in the buffer getdents64 filled, and what is wrong.
+// of the record (in the buffer ParseTaskDirents was given; from the
+// directory's first record in Threads' errors), and what is wrong.
 type DirentError struct {
 	Off int
 	Msg string

@@ -624,19 +624,7 @@ func TestStrayChildNotReaped(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkUntraced(t, tg.pid)
-	for i := 0; i < 5; i++ {
-		p := attachIn(t, tr, tg.pid, true)
-		for tid, err := range lazyDump(t, p, nil, nil) {
-			if err != nil {
-				t.Errorf("thread %d: %v", tid, err)
-			}
-		}
-		detachUntraced(t, p, tg.pid)
-	}
-	time.Sleep(2 * safetyPoll) // a drain or two
-	if err := stray.Wait(); err != nil {
-		t.Fatalf("the stray child's exit was taken from its owner: %v", err)
-	}
+	lazyDumpsLeaveChild(t, tr, tg.pid, 5, stray, "the stray child")
 }
 
 // TestTracerThreadNoStrays: NewTracer takes neither the main thread nor a
@@ -675,18 +663,26 @@ func TestTracerThreadNoStrays(t *testing.T) {
 		t.Errorf("tracer thread %d (process %d) expects strays", tr.tid, os.Getpid())
 	}
 	waitState(t, orphan.Process.Pid, "Z")
-	for i := 0; i < 5; i++ {
-		p := attachIn(t, tr, tg.pid, true)
+	lazyDumpsLeaveChild(t, tr, tg.pid, 5, orphan, "a child of the program")
+}
+
+// lazyDumpsLeaveChild dumps pid lazily n times through tr, then lets a
+// drain or two run, and requires child's exit status to be still its
+// owner's: the tracer's waits must not have taken it.
+func lazyDumpsLeaveChild(t *testing.T, tr *Tracer, pid, n int, child *exec.Cmd, what string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		p := attachIn(t, tr, pid, true)
 		for tid, err := range lazyDump(t, p, nil, nil) {
 			if err != nil {
 				t.Errorf("thread %d: %v", tid, err)
 			}
 		}
-		detachUntraced(t, p, tg.pid)
+		detachUntraced(t, p, pid)
 	}
-	time.Sleep(2 * safetyPoll)
-	if err := orphan.Wait(); err != nil {
-		t.Fatalf("a child of the program was reaped by the tracer: %v", err)
+	time.Sleep(2 * safetyPoll) // a drain or two
+	if err := child.Wait(); err != nil {
+		t.Fatalf("%s: its exit was taken from its owner: %v", what, err)
 	}
 }
 

@@ -70,17 +70,5 @@ func TestStraysWithoutChildrenFile(t *testing.T) {
 	// (No waitState: the exit's SIGCHLD alone prompts a drain, which
 	// may take the status before any attach.)
 	time.Sleep(50 * time.Millisecond)
-	for i := 0; i < 3; i++ {
-		p := attachIn(t, tr, tg.pid, true)
-		for tid, err := range lazyDump(t, p, nil, nil) {
-			if err != nil {
-				t.Errorf("thread %d: %v", tid, err)
-			}
-		}
-		detachUntraced(t, p, tg.pid)
-	}
-	time.Sleep(2 * safetyPoll)
-	if err := child.Wait(); err != nil {
-		t.Fatalf("the tracer thread's own child's exit was taken from its owner (strays %v): %v", tr.strays, err)
-	}
+	lazyDumpsLeaveChild(t, tr, tg.pid, 3, child, fmt.Sprintf("the tracer thread's own child (strays %v)", tr.strays))
 }

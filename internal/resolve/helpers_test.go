@@ -3,9 +3,12 @@ package resolve
 import (
 	"os"
 	"testing"
+	"time"
 
 	"stacktop/internal/backend"
 	"stacktop/internal/modules"
+	"stacktop/internal/targets"
+	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/unwind"
 )
@@ -76,4 +79,46 @@ func (lt *liveTarget) stacks(t *testing.T, tids []int, fn func(st Stack, err err
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// freshSymbols drops every table the resolver loaded, so that the next
+// naming starts from nothing (and the symbolizer's close saves to the
+// cache what it learned).
+func (lt *liveTarget) freshSymbols() {
+	lt.syms.close()
+	lt.syms, lt.tails = newSymbolizer(), &tailCalls{}
+	lt.named.reset()
+}
+
+// nameAll names every walk with opt, which must not leave any pending,
+// and counts the tail-call frames.
+func (lt *liveTarget) nameAll(t testing.TB, walks [][]unwind.Frame, opt SymbolOptions) (stacks [][]profile.Frame, tails int) {
+	t.Helper()
+	for _, w := range walks {
+		fr, pending := lt.symbolizeFrames(w, opt)
+		if pending {
+			t.Fatal("a waiting symbolisation left frames pending")
+		}
+		for _, f := range fr {
+			if f.Method == unwind.MethodTailCall.String() {
+				tails++
+			}
+		}
+		stacks = append(stacks, fr)
+	}
+	return stacks, tails
+}
+
+// startReady starts the program bin and waits until it is ready and its
+// threads reached their waits.
+func startReady(t *testing.T, bin string) *targets.Target {
+	t.Helper()
+	tg := targets.StartCommand(t, bin)
+	select {
+	case <-tg.Ready():
+	case <-time.After(targets.ReadyTimeout):
+		t.Fatalf("not ready: %s", tg.Output())
+	}
+	time.Sleep(100 * time.Millisecond)
+	return tg
 }

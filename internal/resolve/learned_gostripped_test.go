@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
-	"time"
 
 	"stacktop/internal/targets"
 	"stacktop/profile"
@@ -21,28 +20,15 @@ func TestLearnedStrippedGo(t *testing.T) {
 	if out, err := exec.Command("objcopy", "--strip-all", targets.Path("goprog"), bin).CombinedOutput(); err != nil {
 		t.Skipf("objcopy: %v\n%s", err, out)
 	}
-	tg := targets.StartCommand(t, bin)
-	select {
-	case <-tg.Ready():
-	case <-time.After(targets.ReadyTimeout):
-		t.Fatalf("not ready: %s", tg.Output())
-	}
-	time.Sleep(100 * time.Millisecond)
+	tg := startReady(t, bin)
 	target := openTarget(t, tg.PID())
 	walks := target.walks(t, target.proc.Threads())
 	dir := t.TempDir()
 	target.opts.Symbols.CacheDir = dir
 	opt := SymbolOptions{CacheDir: dir}
-	fresh := func() {
-		target.syms.close()
-		target.syms, target.tails = newSymbolizer(), &tailCalls{}
-		target.named.reset()
-	}
-	name := func() (stacks [][]profile.Frame) {
-		for _, w := range walks {
-			fr, _ := target.symbolizeFrames(w, opt)
-			stacks = append(stacks, fr)
-		}
+	fresh := target.freshSymbols
+	name := func() [][]profile.Frame {
+		stacks, _ := target.nameAll(t, walks, opt)
 		return stacks
 	}
 	fresh()

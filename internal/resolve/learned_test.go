@@ -14,7 +14,6 @@ import (
 	"stacktop/debuginfo"
 	"stacktop/internal/targets"
 	"stacktop/profile"
-	"stacktop/unwind"
 )
 
 func sampleLearned() *learnedNames {
@@ -137,27 +136,8 @@ func TestLearnedNames(t *testing.T) {
 	dir := t.TempDir()
 	target.opts.Symbols.CacheDir = dir
 	opt := SymbolOptions{CacheDir: dir}
-	fresh := func() {
-		target.syms.close()
-		target.syms, target.tails = newSymbolizer(), &tailCalls{}
-		target.named.reset()
-	}
-	name := func() (stacks [][]profile.Frame, tails int) {
-		t.Helper()
-		for _, w := range walks {
-			fr, pending := target.symbolizeFrames(w, opt)
-			if pending {
-				t.Fatal("a waiting symbolisation left frames pending")
-			}
-			for _, f := range fr {
-				if f.Method == unwind.MethodTailCall.String() {
-					tails++
-				}
-			}
-			stacks = append(stacks, fr)
-		}
-		return stacks, tails
-	}
+	fresh := target.freshSymbols
+	name := func() ([][]profile.Frame, int) { return target.nameAll(t, walks, opt) }
 	linesRead := func() (n int) {
 		for _, ms := range target.syms.mods {
 			if ms.linesStarted.Load() {
@@ -261,12 +241,5 @@ func tailCallTarget(t *testing.T) *targets.Target {
 	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	tg := targets.StartCommand(t, bin)
-	select {
-	case <-tg.Ready():
-	case <-time.After(targets.ReadyTimeout):
-		t.Fatalf("not ready: %s", tg.Output())
-	}
-	time.Sleep(100 * time.Millisecond) // the threads reach their waits
-	return tg
+	return startReady(t, bin)
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"stacktop/profile"
-	"stacktop/unwind"
 )
 
 // TestTailCallsAsync: under AsyncLines the tail-call frames come late (the
@@ -18,26 +17,9 @@ func TestTailCallsAsync(t *testing.T) {
 	target := openTarget(t, tg.PID())
 	walks := target.walks(t, target.proc.Threads())
 	// Each way starts from nothing loaded.
-	fresh := func() {
-		target.syms.close()
-		target.syms, target.tails = newSymbolizer(), &tailCalls{}
-		target.named.reset()
-	}
+	fresh := target.freshSymbols
 	fresh()
-	var want [][]profile.Frame
-	tails := 0
-	for _, w := range walks {
-		fr, pending := target.symbolizeFrames(w, SymbolOptions{})
-		if pending {
-			t.Fatal("a waiting symbolisation left frames pending")
-		}
-		for _, f := range fr {
-			if f.Method == unwind.MethodTailCall.String() {
-				tails++
-			}
-		}
-		want = append(want, fr)
-	}
+	want, tails := target.nameAll(t, walks, SymbolOptions{})
 	if tails == 0 {
 		t.Fatalf("no tail-call frames in %d stacks: the test proves nothing", len(walks))
 	}
