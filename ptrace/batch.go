@@ -236,7 +236,7 @@ func (p *Process) SampleBatch(tids []int, o BatchOptions, each func(i int, s *Sa
 	}
 	p.batchMu.Lock()
 	defer p.batchMu.Unlock()
-	r := &batchRun{tids: tids, o: o}
+	r := &batchRun{tids: tids, o: o, yielded: time.Now()}
 	// Every window but the last ends with a drain: stops made meanwhile
 	// sent no SIGCHLD (stopBatch). The last one's drain may be waived by
 	// OthersStill, which must see every call of each: it runs after them.
@@ -291,6 +291,25 @@ type slideDelivery struct {
 	ready []readySample
 	w     int64 // window number
 	end   bool  // the trip ended: no delivery follows
+}
+
+// slideYieldEvery is how long a slide runs on before it lets the Go
+// scheduler have its goroutine, at a window that carried no thread (the
+// window ends when its threads in flight stopped and were sampled). A
+// goroutine that runs 10 ms without a scheduling point is preempted by
+// Go's sysmon, wherever it is: a slide's tracer was, in the middle of
+// windows, with up to 16 threads stopped, and got its thread back only
+// once another of the program's threads got a CPU to hand it over, which
+// under 4 spinning threads on 2 CPUs took 2-9 ms (runtime and kernel
+// traces of 1,000-thread dumps: 1 to 3 dumps in 100 held a thread stopped
+// that long). Yielding where no thread waits moves that wait to where it
+// stops nothing.
+var slideYieldEvery = 6 * time.Millisecond // (a variable for tests)
+
+// yieldDue reports whether a slide should end its window without carrying
+// threads in flight, and then yield.
+func (r *batchRun) yieldDue(now time.Time) bool {
+	return r.carries() && now.Sub(r.yielded) >= slideYieldEvery
 }
 
 // slideWaitMax bounds the tracer's wait for the caller within one trip:
@@ -397,6 +416,14 @@ func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
 		if r.done || r.abort.Load() {
 			return
 		}
+		if len(p.flights) == 0 && r.yieldDue(time.Now()) {
+			// No thread stopped or about to stop: the Go scheduler may
+			// take this goroutine off its thread now (see
+			// slideYieldEvery) rather than in the middle of a window.
+			runtime.Gosched()
+			r.yielded = time.Now()
+			t.batch.yields++
+		}
 		// The next window reuses the slots of the window before this
 		// one. (runWindow carried threads only if they were free.)
 		if r.nextSetFree() {
@@ -496,8 +523,9 @@ type batchState struct {
 	// to deliver (tests).
 	releasedSignals int64
 	// carried counts the sliding windows that handed threads in flight
-	// to the next (tests).
-	carried int64
+	// to the next, and yields the times a slide gave its thread to the Go
+	// scheduler with none in flight (slideYieldEvery) (tests).
+	carried, yields int64
 	// seizes counts the threads batches seized (a lazy Process's), and
 	// anyPolls the poll rounds that waited for any tracee at once
 	// (pollAny) (tests).
@@ -525,6 +553,9 @@ type batchRun struct {
 	o    BatchOptions
 	next int  // the first thread of tids not started yet
 	done bool // every thread was handed over
+	// yielded is when the slide began or last let the Go scheduler run
+	// (slideYieldEvery).
+	yielded time.Time
 
 	// With Overlap (slideBatch): windows are numbered from 1 on the
 	// tracer thread; the caller counts the windows whose samples it is
@@ -672,7 +703,7 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 				found = p.pollFlights(n) || found
 			}
 		}
-		if r.carries() && len(b.ready) >= window && len(p.flights) > 0 && r.nextSetFree() {
+		if r.carries() && len(b.ready) >= window && len(p.flights) > 0 && r.nextSetFree() && !r.yieldDue(time.Now()) {
 			// The next window follows at once, on this thread: the
 			// threads in flight stop into it. (While the caller still
 			// reads the samples of the window before, whose slots the

@@ -315,3 +315,30 @@ func detachUntraced(t *testing.T, p *Process, pid int) {
 	}
 	checkUntraced(t, pid)
 }
+
+// A slide that runs longer than slideYieldEvery gives its goroutine to
+// the Go scheduler, at windows that carried no thread in flight, and
+// still samples and lets go of every thread once.
+func TestSlideYields(t *testing.T) { forModes(t, testSlideYields) }
+
+func testSlideYields(t *testing.T, lazy bool) {
+	defer func(d time.Duration) { slideYieldEvery = d }(slideYieldEvery)
+	slideYieldEvery = 200 * time.Microsecond
+	const n = 300
+	tg, tr, p := manyThreads(t, lazy, fmt.Sprint(n), "2")
+	yields := tr.batch.yields
+	tids, _, errs := batchAll(t, p, BatchOptions{StackWindow: 4096, Release: true, Overlap: true})
+	if len(tids) != n+1 {
+		t.Fatalf("%d threads traced, want %d", len(tids), n+1)
+	}
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("thread %d: %v", tids[i], err)
+		}
+	}
+	if tr.batch.yields == yields {
+		t.Errorf("a slide over %d threads never yielded (every %v)", n+1, slideYieldEvery)
+	}
+	checkUntraced(t, tg.pid)
+	t.Logf("%d yields", tr.batch.yields-yields)
+}
