@@ -107,7 +107,10 @@
 // runs window after window in one trip, keeps 16 threads in flight and
 // carries those still in flight into the next window, handing each
 // window's samples to the caller through a channel; it carries only into
-// slots the caller is done with, so no thread waits for the caller.
+// slots the caller is done with, so no thread waits for the caller. Every
+// 6 ms it lets a window end without carrying and yields to the Go
+// scheduler with no thread in flight (slideYieldEvery), so that Go never
+// preempts it with threads stopped.
 //
 // # Lazy seizing
 //
