@@ -407,29 +407,33 @@ func readParsed[T any](pid, tid int, name string, size int, parse func([]byte) (
 func ReadThreadState(pid, tid int) (byte, error) {
 	bp := procBufs.Get().(*[8192]byte)
 	defer procBufs.Put(bp)
-	path := procPath(pid, "task/"+strconv.Itoa(tid)+"/stat")
+	// The path, NUL-terminated, in the buffer's tail: no allocation (one
+	// could start a garbage collection assist, another way into the
+	// scheduler).
+	path := append(bp[1024:1024], "/proc/"...)
+	path = strconv.AppendInt(path, int64(pid), 10)
+	path = append(path, "/task/"...)
+	path = strconv.AppendInt(path, int64(tid), 10)
+	path = append(path, "/stat\x00"...)
 	b, err := readProcFileRaw(path, bp[:1024])
 	if err != nil {
-		return 0, err
+		return 0, fmt.Errorf("procmaps: %w", err)
 	}
 	st, err := ParseStat(b)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", path, err)
+		return 0, fmt.Errorf("procmaps: %s: %w", path[:len(path)-1], err)
 	}
 	return st.State, nil
 }
 
 // readProcFileRaw is readProcFile with raw system calls (see
-// ReadThreadState).
-func readProcFileRaw(path string, buf []byte) ([]byte, error) {
-	p, err := unix.BytePtrFromString(path)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	cwd := unix.AT_FDCWD // (absolute path: ignored)
-	r, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(p)), uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
+// ReadThreadState), for a NUL-terminated path.
+func readProcFileRaw(path, buf []byte) ([]byte, error) {
+	name := func() string { return string(path[:len(path)-1]) } // for errors only
+	cwd := unix.AT_FDCWD                                        // (absolute path: ignored)
+	r, _, e := unix.RawSyscall6(unix.SYS_OPENAT, uintptr(cwd), uintptr(unsafe.Pointer(&path[0])), uintptr(unix.O_RDONLY|unix.O_CLOEXEC), 0, 0, 0)
 	if e != 0 {
-		return nil, &os.PathError{Op: "open", Path: path, Err: e}
+		return nil, &os.PathError{Op: "open", Path: name(), Err: e}
 	}
 	fd := int(r)
 	defer unix.RawSyscall(unix.SYS_CLOSE, uintptr(fd), 0, 0)
@@ -440,14 +444,14 @@ func readProcFileRaw(path string, buf []byte) ([]byte, error) {
 			continue
 		}
 		if e != 0 {
-			return nil, &os.PathError{Op: "read", Path: path, Err: e}
+			return nil, &os.PathError{Op: "read", Path: name(), Err: e}
 		}
 		if m == 0 {
 			return buf[:n], nil
 		}
 		n += int(m)
 	}
-	return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
+	return nil, &os.PathError{Op: "read", Path: name(), Err: fmt.Errorf("longer than %d bytes", len(buf))}
 }
 
 // Status is the subset of /proc/PID/status (proc(5)) a tracer needs: who

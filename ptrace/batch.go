@@ -294,16 +294,17 @@ type slideDelivery struct {
 }
 
 // slideYieldEvery is how long a slide runs on before it lets the Go
-// scheduler have its goroutine, at a window that carried no thread (the
-// window ends when its threads in flight stopped and were sampled). A
-// goroutine that runs 10 ms without a scheduling point is preempted by
-// Go's sysmon, wherever it is: a slide's tracer was, in the middle of
-// windows, with up to 16 threads stopped, and got its thread back only
-// once another of the program's threads got a CPU to hand it over, which
-// under 4 spinning threads on 2 CPUs took 2-9 ms (runtime and kernel
-// traces of 1,000-thread dumps: 1 to 3 dumps in 100 held a thread stopped
-// that long). Yielding where no thread waits moves that wait to where it
-// stops nothing.
+// scheduler have its goroutine, at a window that carried no thread: once
+// the yield is due, the window starts no more threads and ends when those
+// in flight stopped and were sampled. A goroutine that runs 10 ms without
+// a scheduling point is preempted by Go's sysmon, wherever it is: a
+// slide's tracer was, in the middle of windows, with up to 16 threads
+// stopped, and got its thread back only once another of the program's
+// threads got a CPU to hand it over, which under 4 spinning threads on 2
+// CPUs took 2-9 ms (runtime and kernel traces of 1,000-thread dumps: 1 to
+// 3 dumps in 100 held a thread stopped that long). Yielding where no
+// thread waits moves that wait to where it stops nothing. (A window whose
+// last threads are slow to stop can still run past sysmon's 10 ms.)
 var slideYieldEvery = 6 * time.Millisecond // (a variable for tests)
 
 // yieldDue reports whether a slide should end its window without carrying
@@ -416,13 +417,14 @@ func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
 		if r.done || r.abort.Load() {
 			return
 		}
-		if len(p.flights) == 0 && r.yieldDue(time.Now()) {
+		if len(p.flights) == 0 && !p.frozen && r.yieldDue(time.Now()) {
 			// No thread stopped or about to stop: the Go scheduler may
 			// take this goroutine off its thread now (see
 			// slideYieldEvery) rather than in the middle of a window.
 			runtime.Gosched()
 			r.yielded = time.Now()
 			t.batch.yields++
+			t.drain() // stops of threads outside the batch that came meanwhile
 		}
 		// The next window reuses the slots of the window before this
 		// one. (runWindow carried threads only if they were free.)
@@ -455,6 +457,7 @@ func (p *Process) slide(r *batchRun, deliveries chan<- slideDelivery) {
 		if r.abort.Load() {
 			return
 		}
+		r.yielded = time.Now() // (waiting was a scheduling point)
 		rt = t.enterRealtime()
 	}
 }
@@ -653,6 +656,9 @@ func (p *Process) runWindow(r *batchRun) []readySample {
 	// canStart: a slot for every thread in flight and every sample taken.
 	canStart := func() bool {
 		if r.carries() {
+			if len(b.ready) > 0 && r.yieldDue(time.Now()) {
+				return false // the window only lets its flights stop: a yield follows
+			}
 			return len(p.flights) < window && len(p.flights)+len(b.ready) < slots
 		}
 		return len(p.flights)+len(b.ready) < window

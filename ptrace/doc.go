@@ -109,8 +109,8 @@
 // window's samples to the caller through a channel; it carries only into
 // slots the caller is done with, so no thread waits for the caller. Every
 // 6 ms it lets a window end without carrying and yields to the Go
-// scheduler with no thread in flight (slideYieldEvery), so that Go never
-// preempts it with threads stopped.
+// scheduler with no thread in flight (slideYieldEvery), so that Go
+// seldom preempts it with threads stopped.
 //
 // # Lazy seizing
 //

@@ -342,3 +342,28 @@ func testSlideYields(t *testing.T, lazy bool) {
 	checkUntraced(t, tg.pid)
 	t.Logf("%d yields", tr.batch.yields-yields)
 }
+
+// A slide whose tracer waits for a slow caller (parking its goroutine,
+// which resets the runtime's preemption clock) between every window never
+// runs slideYieldEvery without a scheduling point: it need not yield, nor
+// end windows without carrying for it. (Review of 815787d: yielded is
+// reset only by the Gosched, so after slideYieldEvery of wall time every
+// window yielded.)
+func TestSlideNoYieldAfterCallerWait(t *testing.T) {
+	defer func(d time.Duration) { slideYieldEvery = d }(slideYieldEvery)
+	slideYieldEvery = 20 * time.Millisecond
+	const n = 100
+	_, tr, p := manyThreads(t, false, fmt.Sprint(n), "0")
+	yields := tr.batch.yields
+	tids := toSample(t, p)
+	err := p.SampleBatch(tids, BatchOptions{StackWindow: 4096, Release: true, Overlap: true}, func(i int, s *Sample, err error) bool {
+		time.Sleep(time.Millisecond) // a slow caller: the tracer waits for it after each window
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.batch.yields - yields; got != 0 {
+		t.Errorf("%d yields, want 0: the tracer parked between every window", got)
+	}
+}
