@@ -426,8 +426,9 @@ func ReadThreadState(pid, tid int) (byte, error) {
 	return st.State, nil
 }
 
-// readProcFileRaw is readProcFile with raw system calls (see
-// ReadThreadState), for a NUL-terminated path.
+// readProcFileRaw reads the file at the NUL-terminated path into buf,
+// with raw system calls: small /proc files never block, and through Go's
+// scheduler a tracer's read can lose it its P (see ReadThreadState).
 func readProcFileRaw(path, buf []byte) ([]byte, error) {
 	name := func() string { return string(path[:len(path)-1]) } // for errors only
 	cwd := unix.AT_FDCWD                                        // (absolute path: ignored)
@@ -589,30 +590,11 @@ func ThreadWaitChannel(pid, tid int) string {
 	return strings.TrimSpace(string(b))
 }
 
-// readProcFile reads a small /proc file into buf with plain system calls.
+// readProcFile reads a small /proc file into buf with raw system calls.
 // os.ReadFile costs an fstat, fcntl calls and an attempt to register the
 // descriptor with the poller on every call; a sampler reading two files per
 // thread per tick pays that thousands of times a second. A file longer
 // than buf is an error: the /proc files read this way have bounded sizes.
 func readProcFile(path string, buf []byte) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	n := 0
-	for n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		if m == 0 {
-			return buf[:n], nil
-		}
-		n += m
-	}
-	return nil, &os.PathError{Op: "read", Path: path, Err: fmt.Errorf("longer than %d bytes", len(buf))}
+	return readProcFileRaw(append([]byte(path), 0), buf)
 }

@@ -158,6 +158,16 @@ func wait4(tid int, options int) (int, unix.WaitStatus, error) {
 // tracees or children without consuming it (waitid WNOWAIT): 0 when none
 // is pending (with WNOHANG), -1 when there is nothing to wait for.
 func peekTracee(options int) int {
+	pid, err := peekWait(options)
+	if err != nil {
+		return -1
+	}
+	return pid
+}
+
+// peekWait is peekTracee's waitid, with its error: ECHILD when this
+// thread has neither tracee nor child.
+func peekWait(options int) (int, error) {
 	var info unix.Siginfo
 	options |= unix.WEXITED | unix.WSTOPPED | unix.WNOWAIT | unix.WALL | unix.WNOTHREAD
 	for {
@@ -175,10 +185,10 @@ func peekTracee(options int) int {
 			continue
 		}
 		if err != nil {
-			return -1
+			return 0, err
 		}
 		// si_pid is the first field of the union, at offset 16 on 64-bit Linux.
-		return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 16)))
+		return int(*(*int32)(unsafe.Add(unsafe.Pointer(&info), 16))), nil
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"sync"
 	"time"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -95,10 +94,8 @@ func newTracer() *Tracer {
 // kernel without CONFIG_PROC_CHILDREN or a masked /proc lacks: only
 // ECHILD means none, and any other answer counts as children.
 func hasChildren() bool {
-	var info unix.Siginfo
-	_, _, e := unix.RawSyscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&info)),
-		unix.WEXITED|unix.WSTOPPED|unix.WNOWAIT|unix.WNOHANG|unix.WALL|unix.WNOTHREAD, 0, 0)
-	return e != unix.ECHILD
+	_, err := peekWait(unix.WNOHANG)
+	return err != unix.ECHILD
 }
 
 // safetyPoll bounds how long a tracee event can wait unnoticed if a SIGCHLD

@@ -10,7 +10,6 @@ import (
 
 	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
-	"stacktop/internal/selfsched"
 	"stacktop/internal/stackdump"
 	"stacktop/procmaps"
 	"stacktop/ptrace"
@@ -30,7 +29,6 @@ func init() {
 func runDump(args []string) int {
 	// First of all: until then the target's busy threads share the CPUs
 	// with ours as equals (a usage error is no worse for it).
-	selfsched.ForDump()
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
 	pid := fs.Int("p", 0, "process to dump (required)")
 	var f stackFlags

@@ -316,8 +316,8 @@ func (ms *moduleSymbols) loadLearned(m *modules.Module, cacheDir string) {
 	if cache == nil {
 		return
 	}
+	ms.namesCache = cache
 	ms.namesKey = fmt.Sprintf("%s; names v%d; answers v%d", key, learnedVersion, debuginfo.AnswersVersion)
-	ms.learnedCache = cacheDir
 	if b, ok := cache.Load(m.BuildID, "names", ms.namesKey); ok {
 		if ln, err := unmarshalLearned(b); err == nil {
 			ms.seen = ln
@@ -342,10 +342,7 @@ func (ms *moduleSymbols) namesHash(m *modules.Module) uint64 {
 // held.
 func (ms *moduleSymbols) learnFrames(vaddr uint64, fr []debuginfo.Frame) {
 	if ms.namesKey == "" || len(ms.added.frames) >= maxLearnedPCs {
-		return
-	}
-	if _, ok := ms.seen.frame(vaddr); ok {
-		return
+		return // (a PC seen before is never looked up: sourceFrames)
 	}
 	if ms.added.frames == nil {
 		ms.added.frames = map[uint64][]debuginfo.Frame{}
@@ -356,10 +353,7 @@ func (ms *moduleSymbols) learnFrames(vaddr uint64, fr []debuginfo.Frame) {
 // learnChain keeps c as k's answer for later runs.
 func (ms *moduleSymbols) learnChain(k chainKey, c []debuginfo.TailCallFrame) {
 	if ms.namesKey == "" {
-		return
-	}
-	if _, ok := ms.seen.chain(k); ok {
-		return
+		return // (a question answered before is not asked: appendTailCalls)
 	}
 	ms.mu.Lock()
 	defer ms.mu.Unlock()
@@ -400,6 +394,5 @@ func (ms *moduleSymbols) saveLearned(m *modules.Module) {
 	if seen == nil {
 		seen = &learnedNames{}
 	}
-	cache := &debuginfo.Cache{Dir: ms.learnedCache}
-	cache.Store(m.BuildID, "names", ms.namesKey, seen.merged(&add).appendBinary(nil)) // a failed write costs the next run time only
+	ms.namesCache.Store(m.BuildID, "names", ms.namesKey, seen.merged(&add).appendBinary(nil)) // a failed write costs the next run time only
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"stacktop/internal/targets"
-	"stacktop/profile"
 )
 
 // TestLearnedStrippedGo: a Go program without symbol table or DWARF is
@@ -21,20 +20,11 @@ func TestLearnedStrippedGo(t *testing.T) {
 		t.Skipf("objcopy: %v\n%s", err, out)
 	}
 	tg := startReady(t, bin)
-	target := openTarget(t, tg.PID())
-	walks := target.walks(t, target.proc.Threads())
-	dir := t.TempDir()
-	target.opts.Symbols.CacheDir = dir
-	opt := SymbolOptions{CacheDir: dir}
-	fresh := target.freshSymbols
-	name := func() [][]profile.Frame {
-		stacks, _ := target.nameAll(t, walks, opt)
-		return stacks
-	}
-	fresh()
-	want := name()
-	fresh() // saves what was learned
-	got := name()
+	target, name := learningTarget(t, tg.PID())
+	target.freshSymbols()
+	want, _ := name()
+	target.freshSymbols() // saves what was learned
+	got, _ := name()
 	for i := range want {
 		if !slices.Equal(got[i], want[i]) {
 			for j := range want[i] {

@@ -131,13 +131,9 @@ func FuzzUnmarshalLearned(f *testing.F) {
 func TestLearnedNames(t *testing.T) {
 	needRoot(t)
 	tg := tailCallTarget(t)
-	target := openTarget(t, tg.PID())
-	walks := target.walks(t, target.proc.Threads())
-	dir := t.TempDir()
-	target.opts.Symbols.CacheDir = dir
-	opt := SymbolOptions{CacheDir: dir}
+	target, name := learningTarget(t, tg.PID())
 	fresh := target.freshSymbols
-	name := func() ([][]profile.Frame, int) { return target.nameAll(t, walks, opt) }
+	dir := target.opts.Symbols.CacheDir
 	linesRead := func() (n int) {
 		for _, ms := range target.syms.mods {
 			if ms.linesStarted.Load() {
@@ -153,7 +149,7 @@ func TestLearnedNames(t *testing.T) {
 	fresh()
 	want, tails := name()
 	if tails == 0 {
-		t.Fatalf("no tail-call frames in %d stacks: the test proves nothing", len(walks))
+		t.Fatalf("no tail-call frames in %d stacks: the test proves nothing", len(want))
 	}
 	if linesRead() == 0 {
 		t.Fatal("the first naming read no line tables")
@@ -222,6 +218,18 @@ func TestLearnedNames(t *testing.T) {
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("a sure run kept nothing: %v", err)
 	}
+}
+
+// learningTarget attaches to pid, walks every thread once, and gives
+// the resolver a cache directory of its own; name names those walks
+// (waiting for every line), as often as a test asks.
+func learningTarget(t *testing.T, pid int) (target *liveTarget, name func() ([][]profile.Frame, int)) {
+	t.Helper()
+	target = openTarget(t, pid)
+	walks := target.walks(t, target.proc.Threads())
+	target.opts.Symbols.CacheDir = t.TempDir()
+	opt := SymbolOptions{CacheDir: target.opts.Symbols.CacheDir}
+	return target, func() ([][]profile.Frame, int) { return target.nameAll(t, walks, opt) }
 }
 
 func (ln *learnedNames) chainsOrNil() map[chainKey][]debuginfo.TailCallFrame {

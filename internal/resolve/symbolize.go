@@ -117,13 +117,13 @@ type moduleSymbols struct {
 	// What naming learned of this module's addresses in earlier runs
 	// (learned.go): seen is read from the cache by load before located
 	// is closed, and only read after; added (under mu) is what this run
-	// found since, written back at close unless unsure. namesKey is the
-	// cache key ("" when not kept), learnedCache its directory.
-	namesKey     string
-	learnedCache string
-	seen         *learnedNames
-	added        learnedNames
-	unsure       atomic.Bool // a read of its DWARF failed: keep nothing
+	// found since, written back at close unless unsure. namesCache and
+	// namesKey are where (nil and "" when not kept).
+	namesCache *debuginfo.Cache
+	namesKey   string
+	seen       *learnedNames
+	added      learnedNames
+	unsure     atomic.Bool // a read of its DWARF failed: keep nothing
 }
 
 // maxCachedPCs bounds each module's PC cache; past it the cache restarts.

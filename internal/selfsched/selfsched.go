@@ -10,10 +10,15 @@
 // events, a 1,000-thread dump spent 75 ms of its 200 ms with the tracer
 // runnable but not running, and the walks and /proc reads ran at a third
 // of a CPU. The tracer's own priority is ptrace's business (see its
-// Real-time windows); this package raises the rest, and gives Go a
-// spare P, so that a goroutine the runtime took off its thread (the
-// tracer's, preempted by a garbage collection) finds a P at once
-// instead of waiting for a walk to yield.
+// Real-time windows); the rest run at nice -10, and Go has a spare P, so
+// that a goroutine the runtime took off its thread (the tracer's,
+// preempted by a garbage collection) finds a P at once instead of
+// waiting for a walk to yield.
+//
+// Package early applies that policy as the program starts, before the
+// command is known (it must come before the packages initialise, and
+// GOMAXPROCS is cheap only then); Settle, first thing in main, takes it
+// back for every other command.
 package selfsched
 
 import (
@@ -26,27 +31,6 @@ import (
 	"stacktop/procmaps"
 )
 
-// dumpNice is the nice value a dump asks for its threads: the tracer
-// thread's (ptrace's tracerNice), so that no part of the pipeline waits
-// for another.
-const dumpNice = -10
-
-// ForDump applies the dump's policy to the calling process: one P more
-// than CPUs (unless GOMAXPROCS is set; package early set it already), and
-// every thread at dumpNice where the kernel allows it (CAP_SYS_NICE, or
-// RLIMIT_NICE); threads the runtime starts later inherit it from the
-// thread that starts them. Without the permission the dump runs as before.
-func ForDump() {
-	if tids, err := procmaps.Threads(os.Getpid()); err == nil {
-		for _, tid := range tids {
-			raise(tid, dumpNice)
-		}
-	}
-	if _, early := early.Procs(); !early && os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
-	}
-}
-
 // Settle ends the raise of package early for every command but dump: it
 // gives each thread of the program the nice value the program started
 // with (early raised the threads of the time, and those started since
@@ -56,7 +40,7 @@ func Settle(dump bool) {
 	if dump {
 		return
 	}
-	if _, ok := early.Procs(); ok {
+	if early.ProcsSet() {
 		// Not GOMAXPROCS(prev): any call to it stops the runtime from
 		// following later changes of the CPU affinity or cgroup limit.
 		runtime.SetDefaultGOMAXPROCS()
@@ -70,13 +54,4 @@ func Settle(dump bool) {
 			unix.Setpriority(unix.PRIO_PROCESS, tid, prev) // lowering needs no permission
 		}
 	}
-}
-
-// raise lowers thread tid's nice value to nice, never raises it.
-func raise(tid, nice int) {
-	cur, err := unix.Getpriority(unix.PRIO_PROCESS, tid)
-	if err != nil || 20-cur <= nice {
-		return // gone, or already at least as high (getpriority returns 20-nice)
-	}
-	unix.Setpriority(unix.PRIO_PROCESS, tid, nice) // one thread, on Linux
 }

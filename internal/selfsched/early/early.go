@@ -12,7 +12,7 @@
 // init runs before fmt, regexp, net/http and every dependency of note
 // (TestEarlyInitRunsFirst checks the order on the built binary).
 //
-// It also gives Go the dump's one P more than CPUs (selfsched.ForDump
+// It also gives Go the dump's one P more than CPUs (package selfsched
 // says why), unless GOMAXPROCS is set: runtime.GOMAXPROCS stops the world
 // and first waits for a garbage collection under way, which under such
 // load took up to 26 ms when main asked for it; here no collection has
@@ -30,19 +30,22 @@ import (
 	"syscall"
 )
 
-// Nice is the nice value init asks for: selfsched's dump value.
+// Nice is the nice value init asks for, a dump's: the tracer thread's
+// (ptrace's tracerNice), so that no part of the pipeline waits for
+// another.
 const Nice = -10
 
 var (
-	prevNice  int  // the main thread's nice value before init
-	raised    bool // init raised it
-	prevProcs int  // GOMAXPROCS before init, 0 if init left it
+	prevNice int  // the main thread's nice value before init
+	raised   bool // init raised it
+	procsSet bool // init set GOMAXPROCS
 )
 
 func init() {
 	raise()
 	if v, _ := syscall.Getenv("GOMAXPROCS"); v == "" {
-		prevProcs = runtime.GOMAXPROCS(runtime.NumCPU() + 1)
+		runtime.GOMAXPROCS(runtime.NumCPU() + 1)
+		procsSet = true
 	}
 }
 
@@ -108,5 +111,5 @@ func otherThreads() []int {
 // nice value before.
 func Raised() (prev int, ok bool) { return prevNice, raised }
 
-// Procs reports whether init set GOMAXPROCS, and its value before.
-func Procs() (prev int, ok bool) { return prevProcs, prevProcs != 0 }
+// ProcsSet reports whether init set GOMAXPROCS.
+func ProcsSet() bool { return procsSet }
