@@ -103,6 +103,11 @@ type Sample struct {
 	StackErr  error         // why Stack is shorter than asked, if it is
 	Stopped   time.Duration // stop reported by wait -> resume request returned
 	Total     time.Duration // PTRACE_INTERRUPT issued -> resume request returned
+	// Asleep reports that the stop interrupted a blocking system call:
+	// the thread was asleep in the kernel, not on a CPU, when it was
+	// asked to stop (its registers hold the call's restart code; see
+	// interruptedSleep). Known on amd64 and s390x; false elsewhere.
+	Asleep bool
 }
 
 // Attach seizes every thread of pid (PTRACE_SEIZE with TRACECLONE and
@@ -568,6 +573,7 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64, b *batchSl
 		return fmt.Errorf("thread %d: PTRACE_GETREGSET: %w", th.tid, err)
 	}
 	convertRegs(&t.raw, &s.Regs)
+	s.Asleep = interruptedSleep(&t.raw)
 	if fprsInDWARF {
 		// s390x code saves callee-saved GPRs (r11 the frame pointer, r15)
 		// in FPRs, and its SFrame rows say so: without them such a frame

@@ -28,3 +28,40 @@ func convertRegs(r *prstatus, s *regs.Set) {
 	s.Valid = 1<<17 - 1
 	s.TLS = r.Fs_base
 }
+
+// interruptedSleep reports whether the stop found the thread waiting in the
+// kernel. orig_rax holds the number of the system call the thread is in
+// (-1 outside one). The stop either interrupted a call that was blocking,
+// whose code for that is in rax (at a ptrace stop the kernel has not yet
+// turned a restart code into a restart), or caught a call that only waits
+// (nanosleep, futex, epoll_wait...) on its way out: the thread was found
+// runnable only because it was waking up.
+func interruptedSleep(r *prstatus) bool {
+	nr := int64(r.Orig_rax)
+	return nr >= 0 && (isSleepReturn(int64(r.Rax), true) || amd64WaitOnly(nr))
+}
+
+// amd64WaitOnly reports whether x86-64 system call nr does nothing but
+// wait: its CPU time is the kernel's wake-up path.
+func amd64WaitOnly(nr int64) bool {
+	switch nr {
+	case 7, // poll
+		23,  // select
+		34,  // pause
+		35,  // nanosleep
+		61,  // wait4
+		128, // rt_sigtimedwait
+		130, // rt_sigsuspend
+		202, // futex
+		230, // clock_nanosleep
+		232, // epoll_wait
+		247, // waitid
+		270, // pselect6
+		271, // ppoll
+		281, // epoll_pwait
+		441, // epoll_pwait2
+		449: // futex_waitv
+		return true
+	}
+	return false
+}

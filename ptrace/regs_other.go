@@ -11,3 +11,5 @@ type prstatus struct{ _ [64]uint64 }
 const prstatusSize = 0
 
 func convertRegs(r *prstatus, s *regs.Set) { *s = regs.Set{} }
+
+func interruptedSleep(r *prstatus) bool { return false }

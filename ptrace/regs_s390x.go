@@ -24,3 +24,11 @@ func convertRegs(r *prstatus, s *regs.Set) {
 	copy(s.R[:16], r.Gprs[:])
 	s.Valid = 1<<16 - 1
 }
+
+// interruptedSleep reports whether the stop interrupted a system call that
+// was blocking: s390x takes the ptrace stop before it handles a restart,
+// so r2 still holds the restart code. s390_regs has no "in a system call"
+// flag, so -EINTR, a value user code may hold in r2, is not taken as one.
+func interruptedSleep(r *prstatus) bool {
+	return isSleepReturn(int64(r.Gprs[2]), false)
+}

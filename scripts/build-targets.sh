@@ -98,7 +98,7 @@ mkdir -p "$out"
 # The targets built by the host's gcc alone (no SFrame), for the on-CPU
 # weighting and the walk's end rules and naming:
 #
-#   cpusplit-fp   threads at 100%, 25% and ~0% of a CPU (frame pointers)
+#   cpusplit-fp   threads at 100%, 25%, 5% and ~0% of a CPU (frame pointers)
 #   sigalt-fp     a signal handler on a sigaltstack (frame pointers + CFI)
 #   sigalt-cfi    the same, -fomit-frame-pointer (CFI only)
 #   bigframe-cfi  40 KiB frames over blocked threads (CFI only)

@@ -343,8 +343,7 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	if st.Wall {
 		fmt.Fprintf(w, "  wall-clock profile (--idle): every thread counted at every tick\n")
 	} else {
-		fmt.Fprintf(w, "  on-CPU profile: samples weighted by their thread's CPU time, %d periods of %v = %v of CPU\n",
-			st.Weight, round(st.Period), round(time.Duration(st.Weight)*st.Period))
+		writeOnCPUTotal(w, st, be)
 	}
 	if be.backend == session.Perf {
 		fmt.Fprintf(w, "  thread samples: %d taken by the kernel at its timer tick (no thread stopped), %d lost (ring buffer full), %d failed\n",
@@ -352,6 +351,9 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	} else {
 		fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
 			st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
+		if st.Asleep > 0 {
+			fmt.Fprintf(w, "  samples dropped: %d threads running at the tick were asleep in a system call by their stop\n", st.Asleep)
+		}
 		if st.Lost > 0 {
 			fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)
 		}
@@ -391,6 +393,25 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	for _, n := range st.Notes {
 		fmt.Fprintf(w, "  note: %s\n", n)
 	}
+}
+
+// writeOnCPUTotal says what an on-CPU profile's total is: perf's samples
+// count CPU time at its clock; ptrace's count the threads found running at
+// its ticks, an estimate, shown beside the process's CPU clock.
+func writeOnCPUTotal(w io.Writer, st engine.Stats, be backendInfo) {
+	total := time.Duration(st.Weight) * st.Period
+	if be.backend == session.Perf {
+		fmt.Fprintf(w, "  on-CPU profile: a sample every %v of a thread's CPU time, %d periods = %v of CPU\n",
+			round(st.Period), st.Weight, round(total))
+		return
+	}
+	fmt.Fprintf(w, "  on-CPU profile: a sample per thread running at a tick, %d periods of %v = %v of CPU (an estimate",
+		st.Weight, round(st.Period), round(total))
+	if st.ProcessCPU > 0 {
+		fmt.Fprintf(w, "; the process's CPU clock says %v, %+.0f%%", round(st.ProcessCPU),
+			100*(float64(total)/float64(st.ProcessCPU)-1))
+	}
+	fmt.Fprintln(w, ")")
 }
 
 // shortfall says why the achieved rate fell below 95% of the asked one,

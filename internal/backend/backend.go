@@ -54,8 +54,9 @@ type Sample struct {
 	Stack     []byte
 
 	// Weight is the CPU time the sample stands for in an on-CPU profile:
-	// the thread's CPU time since its previous sample (ptrace) or the
-	// sampling event's period (perf). 0 means one sampling period.
+	// the time since the previous tick, for a thread found running at
+	// the tick (ptrace), or the sampling event's period (perf). 0 means
+	// one sampling period.
 	Weight time.Duration
 
 	// Pause is how long the thread was stopped to take the sample (stop
@@ -115,8 +116,17 @@ type Round struct {
 	Failed   int64 // thread samples that failed
 	Gone     int64 // thread samples not taken because the thread exited
 	NotTaken int64 // threads that did not stop before the tick's deadline
-	Lost     int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
-	Err      error // the last per-thread failure, if any
+	// Asleep counts on-CPU samples dropped because the stop found the
+	// thread asleep in a system call: it was running when the tick read
+	// its state, and went to sleep before it stopped.
+	Asleep int64
+	Lost   int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
+	Err    error // the last per-thread failure, if any
+
+	// CPU is the CPU time the process used during this round, where the
+	// back end reads the process's CPU clock (ptrace); 0 elsewhere. It
+	// lets a summary set an estimated on-CPU total beside the truth.
+	CPU time.Duration
 
 	// Work is how long the back end worked on this round, waiting for it
 	// excluded (ptrace: the tick's scan, stops and the consumer's unwinds

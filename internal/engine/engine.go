@@ -105,7 +105,8 @@ type engineStats struct {
 	shortTicks             int64
 	samples, stops, reused int64
 	failed, gone, notTaken int64
-	lost                   int64
+	lost, asleep           int64
+	cpu                    time.Duration
 	stackMissed            int64
 	pause, pauseTotal      histogram
 	interrupts             map[int]int64
@@ -162,6 +163,13 @@ type Stats struct {
 	// ShortTicks counts ticks that ended at their deadline with threads
 	// not taken.
 	ShortTicks int64
+	// Asleep counts on-CPU samples dropped because the stop found the
+	// thread asleep in a system call (backend.Round.Asleep).
+	Asleep int64
+	// ProcessCPU is the CPU time the process used while it was sampled,
+	// from its CPU clock, where the back end reads it (ptrace); 0 if not.
+	// An on-CPU profile's Weight x Period estimates it.
+	ProcessCPU time.Duration
 	// Notes are one-line notes for the user about what the stacks lack
 	// and how to get it (resolve.Resolver.GoStackNote, Options.Notes).
 	Notes []string
@@ -354,6 +362,8 @@ func (e *Engine) commit(r *backend.Round, notes []string) {
 	e.st.gone += r.Gone
 	e.st.notTaken += r.NotTaken
 	e.st.lost += r.Lost
+	e.st.asleep += r.Asleep
+	e.st.cpu += r.CPU
 	if r.NotTaken > 0 {
 		e.st.shortTicks++
 	}
@@ -506,7 +516,7 @@ func (e *Engine) Stats() Stats {
 		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
 		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated, StackMissed: e.st.stackMissed,
 		Wall: e.opts.Wall, Weight: e.prof.Samples, Period: e.opts.Period,
-		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks,
+		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks, Asleep: e.st.asleep, ProcessCPU: e.st.cpu,
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
 		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
 		TickWorkMax: e.st.tickWorkMax,

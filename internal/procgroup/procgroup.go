@@ -300,6 +300,8 @@ func (fl *Group) Stats() (engine.Stats, int) {
 		sum.Threads += st.Threads
 		sum.NotTaken += st.NotTaken
 		sum.ShortTicks += st.ShortTicks
+		sum.Asleep += st.Asleep
+		sum.ProcessCPU += st.ProcessCPU
 		sum.TickWork = max(sum.TickWork, st.TickWork)
 		sum.TickWorkMax = max(sum.TickWorkMax, st.TickWorkMax)
 		for m, n := range st.Methods {

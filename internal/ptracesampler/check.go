@@ -42,6 +42,12 @@ type threadState struct {
 	rate    int64 // smoothed CPU time (ns) per decision
 	hasRate bool
 	weight  int64 // of this tick's sample, decided by onCPU
+	// The state read at stateTick: running or runnable (runningAt).
+	stateTick    int64
+	stateRunning bool
+	// waitStops counts the thread's stops in a row that found it
+	// waiting in the kernel (placeAsleep).
+	waitStops int
 	// sampled: the thread was yielded with a stack since the last exec,
 	// so under Idle a tick it did not run can yield it Unchanged.
 	sampled bool
@@ -182,15 +188,15 @@ func (src *Source) judge(th *threadState, tick int64) (ran bool) {
 		// it kept its CPU since (they move when it leaves one, or at a
 		// scheduler tick). At 999 Hz a CPU-bound thread was judged idle
 		// at a quarter of the ticks before this check.
-		ran = src.runs.running(th)
+		ran = src.runningAt(th, tick)
 	}
 	src.ledger.record(th.last.RunNS, cur.RunNS)
 	switch {
 	case th.hasLast:
-		th.charge(th.last.RunNS, cur.RunNS)
+		src.charge(th, th.last.RunNS, cur.RunNS)
 	case tick > 0:
 		// Listed after the first tick: all it ran is since the start.
-		th.charge(0, cur.RunNS)
+		src.charge(th, 0, cur.RunNS)
 	}
 	th.last, th.hasLast, th.readTick = cur, true, tick
 	th.backOff(tick, ran)
@@ -256,7 +262,7 @@ func (src *Source) afterBatch(tick int64, batch []*threadState, results []stackR
 		// What ran until the stop is the sample's; the next tick judges
 		// from here.
 		src.ledger.record(th.last.RunNS, cur.RunNS)
-		th.charge(th.last.RunNS, cur.RunNS)
+		src.charge(th, th.last.RunNS, cur.RunNS)
 		th.last = cur
 	}
 	return exact && src.ledger.stillBut(ran)

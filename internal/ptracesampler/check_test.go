@@ -22,6 +22,10 @@ type modelRuns struct {
 	// racy: the chance that a busy thread is accounted at any one read,
 	// so that some ledger windows do not hold still.
 	racy float64
+	// inR: the threads whose state reads R (running or runnable);
+	// states counts the state reads.
+	inR    map[int]bool
+	states int
 }
 
 func newModel(seed uint64, threads, busy int) *modelRuns {
@@ -61,7 +65,7 @@ func (m *modelRuns) maybeRace() {
 
 func (m *modelRuns) open(th *threadState) bool    { return true }
 func (m *modelRuns) close(th *threadState)        {}
-func (m *modelRuns) running(th *threadState) bool { return false }
+func (m *modelRuns) running(th *threadState) bool { m.states++; return m.inR[th.tid] }
 func (m *modelRuns) idle(th *threadState)         {}
 func (m *modelRuns) done()                        {}
 

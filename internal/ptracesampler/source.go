@@ -33,9 +33,9 @@ type Options struct {
 	// Idle samples for a wall-clock profile: every thread is yielded at
 	// every tick, and a thread that did not run since its last sample is
 	// not stopped again but yielded Unchanged (its stack cannot have
-	// changed). Without Idle only threads that ran are sampled, each
-	// sample weighted by the CPU time its thread used since its previous
-	// one (weight.go).
+	// changed). Without Idle only threads running at the tick are
+	// sampled, each sample weighted by the CPU time its thread used
+	// since its previous one (weight.go).
 	Idle bool
 	TIDs []int // sample only these threads; nil means all
 	Seed uint64
@@ -74,7 +74,9 @@ type Source struct {
 	// Scratch lists of checkThreads and reconcile, kept between ticks.
 	due, window, idle, ran, fresh []*threadState
 
-	tick    int64     // the last tick taken; 0: only baselines so far
+	tick    int64  // the last tick taken; 0: only baselines so far
+	cpu     uint64 // the process CPU clock at the end of the last scan (Round.CPU)
+	cpuRead bool
 	next    time.Time // when the tick after it is due
 	started bool      // the baselines were taken
 	carry   bool      // a tick was put off by an exec: take it at once
@@ -276,6 +278,12 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			r.Ticks = 1
 			r.Work = time.Since(now)
 		}
+		if cpu, err := s.runs.process(); err == nil {
+			if s.cpuRead {
+				r.CPU = time.Duration(cpu - s.cpu)
+			}
+			s.cpu, s.cpuRead = cpu, true
+		}
 	}()
 	tids := s.proc.Threads()
 	if len(tids) == 0 {
@@ -296,7 +304,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			todo = append(todo, th)
 		}
 	default:
-		todo = s.onCPU(ran, todo)
+		todo = s.onCPU(tick, ran, todo)
 	}
 	s.todo = todo
 	if len(todo) == 0 {
@@ -327,11 +335,18 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			return true
 		}
 		th := todo[i]
-		th.sampled = true
 		var weight time.Duration
 		if !s.opts.Idle {
+			if !s.placeAsleep(th, ps.Asleep) {
+				// Found waiting in the kernel: this stack is not where
+				// its CPU time went (weight.go).
+				r.Asleep++
+				s.refund(th)
+				return true
+			}
 			weight = time.Duration(s.takeCredit(th)) * s.period
 		}
+		th.sampled = true
 		// Shares ps.Stack until the next thread: the consumer unwinds
 		// before yield returns.
 		s.sample = backend.Sample{TID: th.tid, Time: now, Regs: ps.Regs, StackAddr: ps.StackAddr, Stack: ps.Stack,

@@ -1,25 +1,59 @@
 package ptracesampler
 
-// On-CPU weighting: a sample counts the CPU time its thread used.
+import "time"
+
+// On-CPU samples: CPU time, charged where it was spent.
 //
-// An on-CPU profile must say where the process's CPU time went. Charging
-// every thread that ran since the previous tick with one sample does not:
-// a thread that wakes every 500 µs for a few microseconds "ran" at every
-// tick, and got as many samples as a thread spinning at 100%.
+// An on-CPU profile answers one question: where did the CPU go, per
+// function. Two things decide it: how much CPU time each sample stands for
+// (its weight), and at which stack it is counted.
 //
-// So each thread keeps credit, the CPU time (schedstat run time) it used
-// and no sample has counted yet. At each tick where a thread ran, the
-// engine decides a weight in sampling periods: the expected weight is the
-// thread's recent CPU time per decision (a moving average) plus a quarter
-// of the credit beyond it, rounded at random (whole periods, plus one more
-// with the probability of the fraction left: a thread that runs 50 µs of
-// a 10 ms period is sampled at about one tick in 200, with weight 1). A
-// weight of zero takes no sample and does not stop the thread. What is
-// given is taken from the credit (and given back if the sample is not
-// taken: past the tick's deadline, or failed), so the weights add up to the CPU time
-// the threads used, and each thread's share of the profile is its share of
-// the CPU. The sample is taken at the tick, like a sample of "the threads
-// that ran" always was.
+// # Where: only a thread running at the tick
+//
+// A thread that ran since the previous tick may be asleep by the tick: a
+// thread that spins 5 ms and sleeps 15 ms is, at most ticks, in nanosleep.
+// Its CPU time was spent in the spin, so a sample of its sleeping stack
+// must not carry it. (This back end once weighed every thread that ran and
+// charged the weight to whatever stack the tick found: measured against
+// the perf back end, 60% of such a thread's CPU sat on __nanosleep.)
+//
+// So a thread gets a sample only if it is running at the tick, known in
+// three steps, cheapest first:
+//
+//  1. It ran since the previous tick (checkThreads: its schedstat moved,
+//     or the run ledger could not prove it idle). The others cost nothing.
+//  2. Its state in /proc/PID/task/TID/stat, read at the tick, is R
+//     (running or runnable; runningAt). A thread that woke and slept again
+//     since the previous tick (a timer thread waking every 500 µs) is in S
+//     and is not stopped.
+//  3. At its stop, it is not waiting in the kernel (ptrace.Sample.Asleep:
+//     the stop interrupted a blocking system call, or caught one that only
+//     waits on its way out, on amd64 and s390x). A thread that went to
+//     sleep between step 2 and its stop, or that was found in R only
+//     because it was waking from a wait, is not charged; the sample is
+//     dropped and counted (Round.Asleep).
+//
+// # How much: the CPU time the thread used
+//
+// Counting one period per running thread would make the weights depend on
+// when stacktop gets a CPU: a sampler that wakes from a timer runs first
+// where a CPU is free, so it finds a thread busy on the other CPU less
+// often than that thread runs (measured: a thread at 25% was found in R at
+// 10% of ticks) and a thread waking from its own timer more often. The
+// CPU time a thread used is known exactly instead (schedstat's run time,
+// the scheduler's own accounting), so each thread keeps credit, the CPU
+// time it used that no sample has counted yet, and a sample of it takes
+// its weight from that credit. A thread's weights then add up to its CPU
+// time whatever the load, and steps 1-3 decide only at which of its
+// stacks that time is counted.
+//
+// The weight of a sample is decided before the stop: the thread's recent
+// CPU time per decision (a moving average) plus a quarter of the credit
+// beyond it, rounded at random (whole periods, plus one more with the
+// probability of the fraction left). A weight of zero takes no sample and
+// does not stop the thread. What is given is taken from the credit, and
+// given back if the sample is not taken (past the tick's deadline, failed,
+// or found asleep at the stop).
 //
 // Why an average, not the time since the last decision: schedstat's run
 // time of a thread that keeps its CPU moves only at scheduler ticks, so a
@@ -30,19 +64,52 @@ package ptracesampler
 // (against a 4 ms scheduler tick), run after run. The average does not
 // follow one reading; the credit keeps the total exact.
 //
-// The error bound: the weights differ from a thread's CPU time by its
-// credit, which the pull brings back towards one decision's worth (a
-// period for a busy thread) and whose rounding is random and unbiased;
-// a thread that exits takes its credit along; a starved engine (few
-// ticks) lags behind a thread whose CPU rises, by a few of its ticks.
-// Schedstat's run time itself is the scheduler's own accounting.
-// docs/record.md has the figures.
+// # The error bound
+//
+//   - Totals: a thread's weights differ from its CPU time by its credit,
+//     which the pull brings back towards one decision's worth; the credit
+//     of a thread that is never found running (a thread that only wakes
+//     and sleeps again, whose CPU is the kernel's wake-up path) is never
+//     given, and is capped (maxCredit). So the profile's total is a
+//     little under the process's CPU time; the summary shows both.
+//   - Where: the CPU time a thread used between two of its samples is
+//     charged at the second one. When its ticks land uniformly in its CPU
+//     time, that is unbiased: a function gets the share of samples it has
+//     of the thread's CPU time, plus the sampling noise of any timer-based
+//     profiler (sqrt(n·p·(1-p)) of n samples). What can move CPU time to
+//     another function is a tail: the CPU a burst used after its last
+//     sample goes to the thread's next sample, less than one decision's
+//     worth per burst.
+//   - Step 2 reads the state some microseconds before the stop; a thread
+//     that went to sleep in between is dropped by step 3 and its credit
+//     waits for its next sample. On arm64 there is no step 3: the kernel
+//     prepares a restart before the stop, so its registers no longer tell,
+//     and such a sample shows the sleeping stack.
+//
+// docs/record.md has the figures against the perf back end.
+
+// maxCredit caps a thread's credit: the CPU time of a thread that is seldom
+// stopped is charged at its later samples, but not minutes of it at once
+// at the one sample that finally comes. maxCreditPeriods periods, and at
+// least minCreditCap at high rates, where a thread woken for short runs
+// is stopped only every few dozen of its runs.
+func (src *Source) maxCredit() int64 {
+	return max(maxCreditPeriods*int64(src.period), int64(minCreditCap))
+}
+
+const (
+	maxCreditPeriods = 16
+	minCreditCap     = 250 * time.Millisecond
+)
 
 // onCPU appends to todo the threads of ran that get a sample at this tick,
-// and decides their weights.
-func (src *Source) onCPU(ran, todo []*threadState) []*threadState {
+// those running now (step 2), and decides their weights.
+func (src *Source) onCPU(tick int64, ran, todo []*threadState) []*threadState {
 	p := int64(src.period)
 	for _, th := range ran {
+		if !src.runningAt(th, tick) {
+			continue // its credit waits for a tick that finds it running
+		}
 		// The rate follows what the thread ran per decision; the
 		// expected weight is that rate plus a share of the credit not
 		// yet given, never more than the credit and half a period.
@@ -54,10 +121,7 @@ func (src *Source) onCPU(ran, todo []*threadState) []*threadState {
 		th.fresh = 0
 		want := th.rate + (th.credit-th.rate)/rateSmoothing
 		want = min(max(want, 0), max(th.credit, 0)+p/2)
-		w := want / p
-		if frac := want - w*p; frac > 0 && src.rng.Int64N(p) < frac {
-			w++
-		}
+		w := src.roundPeriods(want)
 		th.credit -= w * p
 		th.weight = w
 		if w > 0 {
@@ -67,15 +131,74 @@ func (src *Source) onCPU(ran, todo []*threadState) []*threadState {
 	return todo
 }
 
+// roundPeriods is ns in whole periods, rounded at random: up with the
+// probability of the fraction left, so the rounding is unbiased.
+func (src *Source) roundPeriods(ns int64) int64 {
+	p := int64(src.period)
+	if ns <= 0 {
+		return 0
+	}
+	w := ns / p
+	if frac := ns - w*p; frac > 0 && src.rng.Int64N(p) < frac {
+		w++
+	}
+	return w
+}
+
 // rateSmoothing is the inverse gain of the rate's moving average and of
 // the pull of the credit: each decision moves them by a quarter.
 const rateSmoothing = 4
 
-// charge adds what th ran between two of its readings to its credit.
-func (th *threadState) charge(old, cur uint64) {
+// maxWaitStops is how many stops in a row may find a thread waiting in the
+// kernel before the next such stop is charged anyway (placeAsleep).
+const maxWaitStops = 8
+
+// placeAsleep decides whether the sample of th just stopped counts; asleep
+// tells that the stop found th waiting in the kernel (step 3). Such a
+// sample is dropped, and th's credit waits for a stop that finds it
+// running, unless maxWaitStops stops in a row found it waiting: then its
+// runs are shorter than a stop takes to land (a few tens of µs: a thread
+// woken for each request, a timer thread), no stop will ever find it
+// running, and its CPU time is charged where it waits, at the caller of
+// the wait, as perf charges a wake-up's kernel time to the user stack at
+// the system call. Not charging it would leave that CPU out of the profile.
+func (src *Source) placeAsleep(th *threadState, asleep bool) bool {
+	if !asleep {
+		th.waitStops = 0
+		return true
+	}
+	th.waitStops++
+	if th.waitStops <= maxWaitStops {
+		return false
+	}
+	th.waitStops = 0
+	// Its credit is what its runs used since its last sample: all of it
+	// goes here, not the share onCPU decided for a thread it can catch.
+	p := int64(src.period)
+	all := th.credit + th.weight*p
+	th.weight = src.roundPeriods(all)
+	th.credit = all - th.weight*p
+	return true
+}
+
+// runningAt reports whether th is running or runnable at tick, reading its
+// state at most once a tick (judge may have asked already).
+func (src *Source) runningAt(th *threadState, tick int64) bool {
+	if th.stateTick != tick {
+		th.stateTick, th.stateRunning = tick, src.runs.running(th)
+	}
+	return th.stateRunning
+}
+
+// charge adds what th ran between two of its readings to its credit, at
+// most maxCredit periods of it.
+func (src *Source) charge(th *threadState, old, cur uint64) {
 	d := int64(cur - old)
 	th.credit += d
 	th.fresh += d
+	if src.period > 0 {
+		th.credit = min(th.credit, src.maxCredit())
+	}
 }
 
 // refund gives back to th's credit the weight onCPU decided for a sample

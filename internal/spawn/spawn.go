@@ -6,8 +6,10 @@
 // main (or an init): the helper is the program itself, re-executed with an
 // environment variable set, and RunHelper runs it and exits. Start returns
 // a Cmd stopped before exec; the caller attaches to Cmd.PID, then Release
-// lets the command exec, Wait collects its exit status, and Abandon (on
-// every failure path) makes a command that never ran exit without running.
+// lets the command exec, End (when the recording ends before the command,
+// at the end of --duration) asks it to exit as timeout(1) would, Wait
+// collects its exit status, and Abandon (on every failure path) makes a
+// command that never ran exit without running.
 package spawn
 
 import (
@@ -21,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"stacktop/procmaps"
 )
@@ -144,6 +147,27 @@ func (s *Cmd) Wait() (int, error) {
 	return status, nil
 }
 
+// EndGrace is how long End's SIGTERM has before the command is killed:
+// short, so that a recording with --duration ends within a second of its
+// deadline whatever the command does.
+const EndGrace = 500 * time.Millisecond
+
+// endSignal is what End sends the helper: it ends the command.
+const endSignal = syscall.SIGUSR1
+
+// End asks the command to exit, as timeout(1) does: SIGTERM, then SIGKILL
+// if it still runs EndGrace later. It returns at once; Wait reports the
+// command's status (143 or 137 if it died of those signals). The helper,
+// the command's parent, sends the signals: it alone knows whether the
+// command has been reaped, so a signal never reaches a process that
+// reused its PID. A command that already exited is left alone.
+func (s *Cmd) End() error {
+	if err := s.helper.Process.Signal(endSignal); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("ending the command: %w", err)
+	}
+	return nil
+}
+
 // Abandon kills what is left of a command whose recording failed: closing
 // the go pipe makes a command that was never released exit without
 // running.
@@ -171,6 +195,9 @@ func helper(argv []string) int {
 	if len(argv) == 0 {
 		return ExitFailed
 	}
+	// Registered before the PID is reported: End may come at once.
+	endReq := make(chan os.Signal, 1)
+	signal.Notify(endReq, endSignal)
 	cmd := exec.Command("/bin/sh", append([]string{"-c", `read -r _ <&3 || exit 125; exec 3<&- "$0" "$@"`}, argv...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.ExtraFiles = []*os.File{goR}
@@ -181,7 +208,10 @@ func helper(argv []string) int {
 	goR.Close()
 	fmt.Fprintf(pidW, "%d\n", cmd.Process.Pid)
 	pidW.Close()
+	exited := make(chan struct{})
+	go endOnRequest(cmd.Process, endReq, exited)
 	err := cmd.Wait()
+	close(exited)
 	code := 0
 	var ee *exec.ExitError
 	switch {
@@ -251,4 +281,22 @@ func FailureCode(err error, fail int) int {
 		return se.Code
 	}
 	return fail
+}
+
+// endOnRequest ends p when End's signal arrives on req: SIGTERM, then
+// SIGKILL after EndGrace, unless p exited (exited closed) in between.
+// os.Process signals through a pidfd once the process was waited for, so
+// a late request cannot hit another process.
+func endOnRequest(p *os.Process, req <-chan os.Signal, exited <-chan struct{}) {
+	select {
+	case <-req:
+	case <-exited:
+		return
+	}
+	p.Signal(syscall.SIGTERM)
+	select {
+	case <-time.After(EndGrace):
+		p.Kill()
+	case <-exited:
+	}
 }

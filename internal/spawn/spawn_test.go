@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"testing"
+	"time"
 
 	"stacktop/procmaps"
 )
@@ -54,6 +55,63 @@ func TestStartReleaseWait(t *testing.T) {
 	killed.Release()
 	if status, err := killed.Wait(); err != nil || status != 128+15 {
 		t.Errorf("killed by SIGTERM: Wait = %d, %v; want 143", status, err)
+	}
+}
+
+// TestEnd: End ends a running command with SIGTERM, or with SIGKILL
+// EndGrace later if it ignores SIGTERM, and is harmless once the command
+// exited.
+func TestEnd(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		script string // touches $1 once it is ready for the signal
+		status int
+	}{
+		{"sleeps", `touch "$1"; exec sleep 30`, 128 + 15},
+		{"ignores SIGTERM", `trap "" TERM; touch "$1"; while :; do sleep 0.05; done`, 128 + 9},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ready := t.TempDir() + "/ready"
+			cmd, err := Start([]string{"sh", "-c", c.script, "sh", ready}, devNull(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Abandon()
+			cmd.Release()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if _, err := os.Stat(ready); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the command did not start")
+				}
+			}
+			start := time.Now()
+			if err := cmd.End(); err != nil {
+				t.Fatal(err)
+			}
+			status, err := cmd.Wait()
+			took := time.Since(start)
+			if err != nil || status != c.status {
+				t.Errorf("after End: Wait = %d, %v; want %d", status, err, c.status)
+			}
+			// Not a timing assertion: a command that outlived End by
+			// seconds was not ended by it.
+			if took > 10*EndGrace {
+				t.Errorf("the command lived %v after End", took)
+			}
+		})
+	}
+	done, err := Start([]string{"true"}, devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.Release()
+	if status, err := done.Wait(); err != nil || status != 0 {
+		t.Fatalf("true: %d, %v", status, err)
+	}
+	if err := done.End(); err != nil {
+		t.Errorf("End after the command and its helper exited: %v", err)
 	}
 }
 

@@ -1,15 +1,22 @@
 /*
- * cpusplit: three threads that use very different shares of a CPU, for the
- * on-CPU profile's weighting (a sample must count the CPU time a thread
- * used, not the fact that it woke up).
+ * cpusplit: threads that use very different shares of a CPU, for the
+ * on-CPU profile (a sample must count the CPU time a thread used, at the
+ * stack where it used it: not the fact that it woke up, and not the stack
+ * it sleeps in at the tick).
  *
  *   "hot"      cpu_hot_spin <- cpu_hot_thread            100% of a CPU
- *   "quarter"  cpu_quarter_spin <- cpu_quarter_thread    spins 1 ms of its
- *              own CPU time, then sleeps 3 ms: 25% of a CPU when it gets one
+ *   "quarter"  cpu_quarter_spin <- cpu_quarter_thread    spins 5 ms of its
+ *              own CPU time, then sleeps 15 ms: 25% of a CPU when it gets one
+ *   "fifth"    cpu_fifth_spin <- cpu_fifth_thread        spins 1 ms, then
+ *              sleeps 19 ms: 5%
  *   "waker"    nanosleep <- cpu_waker_thread             wakes every 500 us
  *              and does nothing else (~0% CPU, 2,000 wake-ups a second)
  *
- * The main thread sleeps in nanosleep and writes the progress file.
+ * The busy phases are shorter than or about one sampling period (10 ms at
+ * 99 Hz), so at most ticks quarter and fifth are asleep: a profiler that
+ * charges what a thread ran to the stack the tick finds puts their CPU in
+ * nanosleep. The main thread sleeps in nanosleep and writes the progress
+ * file.
  */
 #include "target.h"
 
@@ -38,8 +45,8 @@ TARGET_FN void *cpu_hot_thread(void *arg)
 	return NULL;
 }
 
-/* cpu_quarter_spin burns ns of the thread's own CPU time. */
-TARGET_FN void cpu_quarter_spin(long long ns)
+/* spin_for burns ns of the thread's own CPU time. */
+static void spin_for(long long ns)
 {
 	long long end = thread_cpu_ns() + ns;
 	while (thread_cpu_ns() < end) {
@@ -48,13 +55,32 @@ TARGET_FN void cpu_quarter_spin(long long ns)
 	}
 }
 
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {0, ms * 1000000};
+	nanosleep(&ts, NULL);
+}
+
+TARGET_FN void cpu_quarter_spin(void) { spin_for(5000000); }
+
 TARGET_FN void *cpu_quarter_thread(void *arg)
 {
 	(void)arg;
 	for (;;) {
-		cpu_quarter_spin(1000000);
-		struct timespec ts = {0, 3000000};
-		nanosleep(&ts, NULL);
+		cpu_quarter_spin();
+		sleep_ms(15);
+	}
+	return NULL;
+}
+
+TARGET_FN void cpu_fifth_spin(void) { spin_for(1000000); }
+
+TARGET_FN void *cpu_fifth_thread(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		cpu_fifth_spin();
+		sleep_ms(19);
 	}
 	return NULL;
 }
@@ -77,6 +103,7 @@ int main(void)
 	} threads[] = {
 		{"hot", cpu_hot_thread},
 		{"quarter", cpu_quarter_thread},
+		{"fifth", cpu_fifth_thread},
 		{"waker", cpu_waker_thread},
 	};
 	for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
