@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -168,6 +169,13 @@ func runRecord(args []string) int {
 		if up != nil {
 			go up.Run(upCtx)
 		}
+		// A command started for the recording ends with it, as with
+		// timeout(1): at the end of --duration, or a moment after the
+		// signal that ended the recording.
+		stopEnding := func() string { return "" }
+		if child != nil {
+			stopEnding = child.EndWhen(f.duration, ctx.Done())
+		}
 		runErrs := group.Run(ctx, f.subprocs)
 		stopUploads()
 		stopProgress()
@@ -216,11 +224,19 @@ func runRecord(args []string) int {
 			if !waited {
 				status, err = child.Wait()
 			}
-			if err != nil {
+			ended := stopEnding()
+			switch {
+			case err != nil:
 				fmt.Fprintln(os.Stderr, "stacktop:", err)
 				code = exitRecordCmdFail
-			} else {
-				exitMsg = fmt.Sprintf("exit status %d", status)
+			case ended == "duration":
+				// The recording asked for this end: it succeeded.
+				exitMsg = fmt.Sprintf("the command was ended at the end of --duration (%s)", describeStatus(status))
+			default:
+				exitMsg = describeStatus(status)
+				if ended == "signal" {
+					exitMsg = "the command was ended after the signal (" + exitMsg + ")"
+				}
 				if werr == nil {
 					code = status
 				}
@@ -237,6 +253,14 @@ func runRecord(args []string) int {
 		}
 		return code
 	})
+}
+
+// describeStatus says how a command's status (as a shell reports it) came.
+func describeStatus(status int) string {
+	if status > 128 && status < 128+65 {
+		return fmt.Sprintf("exit status %d: %v", status, unix.SignalName(syscall.Signal(status-128)))
+	}
+	return fmt.Sprintf("exit status %d", status)
 }
 
 // chooseOutput resolves --format and -o: the flag wins, else the file's
@@ -333,12 +357,15 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	if be.fallback != "" {
 		fmt.Fprintf(w, "  back end: ptrace (--backend auto: %s)\n", be.fallback)
 	}
-	if st.Exited {
+	switch {
+	case st.Exited:
 		msg := "the process exited"
 		if exitMsg != "" {
 			msg += ", " + exitMsg
 		}
 		fmt.Fprintf(w, "  %s\n", msg)
+	case exitMsg != "":
+		fmt.Fprintf(w, "  %s\n", exitMsg) // a command stacktop ended
 	}
 	if st.Wall {
 		fmt.Fprintf(w, "  wall-clock profile (--idle): every thread counted at every tick\n")
@@ -352,7 +379,7 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 		fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
 			st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
 		if st.Asleep > 0 {
-			fmt.Fprintf(w, "  samples dropped: %d threads running at the tick were asleep in a system call by their stop\n", st.Asleep)
+			fmt.Fprintf(w, "  thread samples found waiting in the kernel at their stop, not counted: %d (their CPU time goes to their next sample)\n", st.Asleep)
 		}
 		if st.Lost > 0 {
 			fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)
@@ -396,8 +423,10 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 }
 
 // writeOnCPUTotal says what an on-CPU profile's total is: perf's samples
-// count CPU time at its clock; ptrace's count the threads found running at
-// its ticks, an estimate, shown beside the process's CPU clock.
+// count CPU time at its clock; ptrace's count the CPU time of the threads
+// they sampled, each sample taken where its thread was found running, so
+// the process's CPU clock is shown beside it (what was never placed: the
+// CPU of threads not found running yet).
 func writeOnCPUTotal(w io.Writer, st engine.Stats, be backendInfo) {
 	total := time.Duration(st.Weight) * st.Period
 	if be.backend == session.Perf {
@@ -405,13 +434,12 @@ func writeOnCPUTotal(w io.Writer, st engine.Stats, be backendInfo) {
 			round(st.Period), st.Weight, round(total))
 		return
 	}
-	fmt.Fprintf(w, "  on-CPU profile: a sample per thread running at a tick, %d periods of %v = %v of CPU (an estimate",
+	fmt.Fprintf(w, "  on-CPU profile: samples of threads found running, weighted by their CPU time, %d periods of %v = %v of CPU",
 		st.Weight, round(st.Period), round(total))
 	if st.ProcessCPU > 0 {
-		fmt.Fprintf(w, "; the process's CPU clock says %v, %+.0f%%", round(st.ProcessCPU),
-			100*(float64(total)/float64(st.ProcessCPU)-1))
+		fmt.Fprintf(w, "; the process used %v (%.0f%% placed)", round(st.ProcessCPU), 100*float64(total)/float64(st.ProcessCPU))
 	}
-	fmt.Fprintln(w, ")")
+	fmt.Fprintln(w)
 }
 
 // shortfall says why the achieved rate fell below 95% of the asked one,

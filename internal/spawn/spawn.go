@@ -168,6 +168,48 @@ func (s *Cmd) End() error {
 	return nil
 }
 
+// EndWhen ends the command (End) if the recording ends without it: after
+// d (--duration; 0: never), or EndGrace after interrupted closes (a signal
+// ended the recording; Ctrl-C reached the command too, which gets that
+// long to exit by itself). Call stop once the command's status is in
+// (Wait returned) or nothing is left to wait for: it cancels what has not
+// happened and says why End was sent, "duration" or "signal", or "".
+func (s *Cmd) EndWhen(d time.Duration, interrupted <-chan struct{}) (stop func() (why string)) {
+	quit := make(chan struct{})
+	result := make(chan string, 1)
+	go func() { result <- s.endWhen(d, interrupted, quit) }()
+	return func() string {
+		close(quit)
+		return <-result
+	}
+}
+
+func (s *Cmd) endWhen(d time.Duration, interrupted, quit <-chan struct{}) string {
+	var deadline <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		deadline = t.C
+	}
+	why := "duration"
+	select {
+	case <-deadline:
+	case <-interrupted:
+		why = "signal"
+		grace := time.NewTimer(EndGrace)
+		defer grace.Stop()
+		select {
+		case <-grace.C:
+		case <-quit:
+			return ""
+		}
+	case <-quit:
+		return ""
+	}
+	s.End()
+	return why
+}
+
 // Abandon kills what is left of a command whose recording failed: closing
 // the go pipe makes a command that was never released exit without
 // running.
