@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # oncpu.sh [SECONDS] [ROUNDS] [RATE]: is the default (on-CPU) profile true
 # to where the CPU time went? Records testdata/targets/bin/cpusplit-fp
-# (threads "hot" at 100% of a CPU, "quarter" at 25%, "waker" waking every
+# (threads "hot" at 100% of a CPU, "quarter" at 25%, "fifth" at 5%, "waker" waking every
 # 500 us to do nothing) and prints, per thread, its share of the profile's
 # samples next to its share of the CPU time it really used (schedstat over
 # the recording), and the profile's CPU total (samples x period) next to
@@ -48,7 +48,7 @@ for r in $(seq "$rounds"); do
 	samples=$(awk '{s += $NF} END {print s + 0}' "$work/out.folded")
 	period=$(grep -o 'periods of [0-9.]*[µnm]*s' "$work/summary" | awk '{print $3}')
 	echo "round $r: $samples samples of $period"
-	for name in hot quarter waker; do
+	for name in hot quarter fifth waker; do
 		n=$(grep "cpu_${name}_thread" "$work/out.folded" | awk '{s += $NF} END {print s + 0}')
 		awk -v name="$name" -v n="$n" -v s="$samples" -v c="${ran[$name]}" -v t="$total_ran" \
 			'BEGIN { printf "  %-8s %5.1f%% of samples  %5.1f%% of cpu\n", name, 100*n/s, 100*c/t }'

@@ -89,20 +89,23 @@ func OpenStat(pid, tid int) (*StatFile, error) {
 	return &StatFile{f: f}, nil
 }
 
-// Running reports whether the thread is running or runnable now (state R).
-// Its schedstat counters move only when it leaves a CPU or at a scheduler
-// tick, so a thread that kept its CPU since the last reading can show no
-// change; the state tells.
-func (f *StatFile) Running() (bool, error) {
+// Read reads the thread's stat line now: its state (R: running or
+// runnable) and its user and system CPU time among the rest. Its schedstat
+// counters move only when it leaves a CPU or at a scheduler tick, so a
+// thread that kept its CPU since the last reading can show no change; the
+// state tells.
+func (f *StatFile) Read() (Stat, error) {
 	b, err := f.f.read(f.buf[:])
 	if err != nil {
-		return false, fmt.Errorf("stat: %w", err)
+		return Stat{}, fmt.Errorf("stat: %w", err)
 	}
-	st, err := ParseStat(b)
-	if err != nil {
-		return false, err
-	}
-	return st.State == 'R', nil
+	return ParseStat(b)
+}
+
+// Running reports whether the thread is running or runnable now (state R).
+func (f *StatFile) Running() (bool, error) {
+	st, err := f.Read()
+	return err == nil && st.State == 'R', err
 }
 
 // Close closes the file.

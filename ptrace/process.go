@@ -103,11 +103,16 @@ type Sample struct {
 	StackErr  error         // why Stack is shorter than asked, if it is
 	Stopped   time.Duration // stop reported by wait -> resume request returned
 	Total     time.Duration // PTRACE_INTERRUPT issued -> resume request returned
-	// Asleep reports that the stop interrupted a blocking system call:
-	// the thread was asleep in the kernel, not on a CPU, when it was
-	// asked to stop (its registers hold the call's restart code; see
-	// interruptedSleep). Known on amd64 and s390x; false elsewhere.
+	// Asleep reports that the stop found the thread waiting in the
+	// kernel: it interrupted a blocking system call (the registers hold
+	// the call's restart code), or caught a call that only waits on its
+	// way out. The thread was not on a CPU when it was asked to stop.
+	// Known on amd64 and s390x (restart codes only); false elsewhere.
 	Asleep bool
+	// AtSyscallExit reports that the stop caught the thread on its way
+	// out of another system call: it was in the kernel when asked to
+	// stop, or entered it before the stop could land. amd64 only.
+	AtSyscallExit bool
 }
 
 // Attach seizes every thread of pid (PTRACE_SEIZE with TRACECLONE and
@@ -573,7 +578,7 @@ func (p *Process) read(th *thread, s *Sample, window int, end uint64, b *batchSl
 		return fmt.Errorf("thread %d: PTRACE_GETREGSET: %w", th.tid, err)
 	}
 	convertRegs(&t.raw, &s.Regs)
-	s.Asleep = interruptedSleep(&t.raw)
+	s.Asleep, s.AtSyscallExit = syscallStop(&t.raw)
 	if fprsInDWARF {
 		// s390x code saves callee-saved GPRs (r11 the frame pointer, r15)
 		// in FPRs, and its SFrame rows say so: without them such a frame

@@ -29,16 +29,22 @@ func convertRegs(r *prstatus, s *regs.Set) {
 	s.TLS = r.Fs_base
 }
 
-// interruptedSleep reports whether the stop found the thread waiting in the
-// kernel. orig_rax holds the number of the system call the thread is in
-// (-1 outside one). The stop either interrupted a call that was blocking,
-// whose code for that is in rax (at a ptrace stop the kernel has not yet
-// turned a restart code into a restart), or caught a call that only waits
-// (nanosleep, futex, epoll_wait...) on its way out: the thread was found
-// runnable only because it was waking up.
-func interruptedSleep(r *prstatus) bool {
+// syscallStop tells where in a system call the stop found the thread.
+// orig_rax holds the number of the call the thread is in (-1 outside one).
+// Asleep: the stop interrupted a call that was blocking, whose code for
+// that is in rax (at a ptrace stop the kernel has not yet turned a restart
+// code into a restart), or caught a call that only waits (nanosleep,
+// futex, epoll_wait...) on its way out: the thread was found runnable only
+// because it was waking up. atExit: any other call, on its way out.
+func syscallStop(r *prstatus) (asleep, atExit bool) {
 	nr := int64(r.Orig_rax)
-	return nr >= 0 && (isSleepReturn(int64(r.Rax), true) || amd64WaitOnly(nr))
+	if nr < 0 {
+		return false, false
+	}
+	if isSleepReturn(int64(r.Rax), true) || amd64WaitOnly(nr) {
+		return true, false
+	}
+	return false, true
 }
 
 // amd64WaitOnly reports whether x86-64 system call nr does nothing but

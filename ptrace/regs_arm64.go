@@ -24,7 +24,7 @@ func convertRegs(r *prstatus, s *regs.Set) {
 	s.Valid = 1<<32 - 1
 }
 
-// interruptedSleep is false on arm64: its kernel prepares the restart (x0
+// syscallStop tells nothing on arm64: its kernel prepares the restart (x0
 // back to orig_x0, the PC back onto the svc) before the ptrace stop, so
 // the registers no longer say that a call was interrupted.
-func interruptedSleep(r *prstatus) bool { return false }
+func syscallStop(r *prstatus) (asleep, atExit bool) { return false, false }

@@ -12,4 +12,4 @@ const prstatusSize = 0
 
 func convertRegs(r *prstatus, s *regs.Set) { *s = regs.Set{} }
 
-func interruptedSleep(r *prstatus) bool { return false }
+func syscallStop(r *prstatus) (asleep, atExit bool) { return false, false }

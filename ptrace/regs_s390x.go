@@ -25,10 +25,11 @@ func convertRegs(r *prstatus, s *regs.Set) {
 	s.Valid = 1<<16 - 1
 }
 
-// interruptedSleep reports whether the stop interrupted a system call that
-// was blocking: s390x takes the ptrace stop before it handles a restart,
-// so r2 still holds the restart code. s390_regs has no "in a system call"
-// flag, so -EINTR, a value user code may hold in r2, is not taken as one.
-func interruptedSleep(r *prstatus) bool {
-	return isSleepReturn(int64(r.Gprs[2]), false)
+// syscallStop tells whether the stop interrupted a system call that was
+// blocking: s390x takes the ptrace stop before it handles a restart, so r2
+// still holds the restart code. s390_regs has no "in a system call" flag,
+// so -EINTR, a value user code may hold in r2, is not taken as one, and
+// a stop at another call's exit is not told from one in user code.
+func syscallStop(r *prstatus) (asleep, atExit bool) {
+	return isSleepReturn(int64(r.Gprs[2]), false), false
 }

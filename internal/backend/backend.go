@@ -120,8 +120,13 @@ type Round struct {
 	// thread asleep in a system call: it was running when the tick read
 	// its state, and went to sleep before it stopped.
 	Asleep int64
-	Lost   int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
-	Err    error // the last per-thread failure, if any
+	// SyscallExits counts on-CPU samples dropped because the stop caught
+	// the thread at a system call's exit more often than the thread is
+	// in the kernel (a stop lands at the next call of a thread that makes
+	// one every few µs: ptracesampler's weight.go).
+	SyscallExits int64
+	Lost         int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
+	Err          error // the last per-thread failure, if any
 
 	// CPU is the CPU time the process used during this round, where the
 	// back end reads the process's CPU clock (ptrace); 0 elsewhere. It

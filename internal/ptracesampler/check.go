@@ -46,8 +46,12 @@ type threadState struct {
 	stateTick    int64
 	stateRunning bool
 	// waitStops counts the thread's stops in a row that found it
-	// waiting in the kernel (placeAsleep).
+	// waiting in the kernel (place).
 	waitStops int
+	// modes is the thread's CPU time by mode, and lands where its stops
+	// landed, for place's correction of stops at system call exits.
+	modes cpuModes
+	lands landings
 	// sampled: the thread was yielded with a stack since the last exec,
 	// so under Idle a tick it did not run can yield it Unchanged.
 	sampled bool
@@ -286,8 +290,8 @@ type runSource interface {
 	open(th *threadState) bool
 	read(th *threadState) (procmaps.Schedstat, bool)
 	close(th *threadState)
-	// running reports whether th is running or runnable now.
-	running(th *threadState) bool
+	// state reads th's stat line now.
+	state(th *threadState) (runState, bool)
 	// idle tells that th went idle for good: what only busy threads need
 	// can go.
 	idle(th *threadState)
@@ -345,19 +349,22 @@ func (r *procRuns) close(th *threadState) {
 	r.idle(th)
 }
 
-// running reads the thread's state from its stat file, kept open while
-// the thread is busy: the back end asks at most ticks of a busy thread, and
-// opening the file each time cost several times the read.
-func (r *procRuns) running(th *threadState) bool {
+// state reads the thread's stat file, kept open while the thread is busy:
+// the back end asks at most ticks of a busy thread, and opening the file
+// each time cost several times the read.
+func (r *procRuns) state(th *threadState) (runState, bool) {
 	if th.state == nil {
 		f, err := procmaps.OpenStat(r.pid, th.tid)
 		if err != nil {
-			return false
+			return runState{}, false
 		}
 		th.state = f
 	}
-	running, err := th.state.Running()
-	return err == nil && running
+	st, err := th.state.Read()
+	if err != nil {
+		return runState{}, false
+	}
+	return runState{running: st.State == 'R', user: st.UTime, system: st.STime}, true
 }
 
 func (r *procRuns) idle(th *threadState) {

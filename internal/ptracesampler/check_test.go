@@ -63,11 +63,14 @@ func (m *modelRuns) maybeRace() {
 	}
 }
 
-func (m *modelRuns) open(th *threadState) bool    { return true }
-func (m *modelRuns) close(th *threadState)        {}
-func (m *modelRuns) running(th *threadState) bool { m.states++; return m.inR[th.tid] }
-func (m *modelRuns) idle(th *threadState)         {}
-func (m *modelRuns) done()                        {}
+func (m *modelRuns) open(th *threadState) bool { return true }
+func (m *modelRuns) close(th *threadState)     {}
+func (m *modelRuns) state(th *threadState) (runState, bool) {
+	m.states++
+	return runState{running: m.inR[th.tid]}, true
+}
+func (m *modelRuns) idle(th *threadState) {}
+func (m *modelRuns) done()                {}
 
 func (m *modelRuns) read(th *threadState) (procmaps.Schedstat, bool) {
 	m.maybeRace()

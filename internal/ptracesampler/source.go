@@ -337,10 +337,16 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 		th := todo[i]
 		var weight time.Duration
 		if !s.opts.Idle {
-			if !s.placeAsleep(th, ps.Asleep) {
-				// Found waiting in the kernel: this stack is not where
-				// its CPU time went (weight.go).
+			// A stack found waiting in the kernel, or at a system
+			// call's exit beyond the thread's kernel share, is not
+			// where its CPU time went (weight.go).
+			switch s.place(th, ps.Asleep, ps.AtSyscallExit) {
+			case dropAsleep:
 				r.Asleep++
+				s.refund(th)
+				return true
+			case dropExit:
+				r.SyscallExits++
 				s.refund(th)
 				return true
 			}

@@ -153,23 +153,48 @@ const rateSmoothing = 4
 // kernel before the next such stop is charged anyway (placeAsleep).
 const maxWaitStops = 8
 
-// placeAsleep decides whether the sample of th just stopped counts; asleep
-// tells that the stop found th waiting in the kernel (step 3). Such a
-// sample is dropped, and th's credit waits for a stop that finds it
-// running, unless maxWaitStops stops in a row found it waiting: then its
-// runs are shorter than a stop takes to land (a few tens of µs: a thread
-// woken for each request, a timer thread), no stop will ever find it
-// running, and its CPU time is charged where it waits, at the caller of
-// the wait, as perf charges a wake-up's kernel time to the user stack at
-// the system call. Not charging it would leave that CPU out of the profile.
-func (src *Source) placeAsleep(th *threadState, asleep bool) bool {
-	if !asleep {
-		th.waitStops = 0
-		return true
+// placing is what becomes of the sample of a thread just stopped.
+type placing int
+
+const (
+	placed     placing = iota // counted, with its weight
+	dropAsleep                // found waiting in the kernel (step 3)
+	dropExit                  // at a system call's exit, beyond its share (step 4)
+)
+
+// place decides whether the sample of th just stopped counts. asleep:
+// the stop found th waiting in the kernel (ptrace.Sample.Asleep); atExit:
+// it caught th on its way out of another system call
+// (ptrace.Sample.AtSyscallExit). A sample that does not count gives its
+// weight back (refund): th's credit waits for its next sample.
+func (src *Source) place(th *threadState, asleep, atExit bool) placing {
+	if asleep {
+		return src.placeAsleep(th)
 	}
+	th.waitStops = 0
+	th.lands.stops++
+	if !atExit {
+		return placed
+	}
+	th.lands.exits++
+	if q := th.exitTrust(); q < 1 && src.rng.Float64() >= q {
+		return dropExit
+	}
+	return placed
+}
+
+// placeAsleep places the sample of th found waiting in the kernel: it is
+// dropped, and th's credit waits for a stop that finds it running, unless
+// maxWaitStops stops in a row found it waiting. Then its runs are shorter
+// than a stop takes to land (a few tens of µs: a thread woken for each
+// request, a timer thread), no stop will ever find it running, and its CPU
+// time is charged where it waits, at the caller of the wait, as perf
+// charges a wake-up's kernel time to the user stack at the system call.
+// Not charging it would leave that CPU out of the profile.
+func (src *Source) placeAsleep(th *threadState) placing {
 	th.waitStops++
 	if th.waitStops <= maxWaitStops {
-		return false
+		return dropAsleep
 	}
 	th.waitStops = 0
 	// Its credit is what its runs used since its last sample: all of it
@@ -178,14 +203,89 @@ func (src *Source) placeAsleep(th *threadState, asleep bool) bool {
 	all := th.credit + th.weight*p
 	th.weight = src.roundPeriods(all)
 	th.credit = all - th.weight*p
-	return true
+	return placed
+}
+
+// Step 4: stops at system call exits.
+//
+// A ptrace stop does not land at the instant it is asked for: the thread
+// runs on until the kernel next takes it, at the interrupt that carries the
+// request (tens of µs on a VM) or at its next system call, whichever comes
+// first. A thread that makes a system call every 100 µs (testdata split
+// reads its CPU clock so) is caught at a call's exit at a quarter of the
+// stops, though it spends 2-3% of its time in the kernel: its caller's
+// total is right, but the call's wrapper gets self samples of the loop
+// around it. The kernel knows how the thread's CPU time divides between
+// user and kernel mode (utime and stime in its stat line, which step 2
+// reads anyway). A stop at an exit counts with a probability q chosen so
+// that the samples that count land at exits at the thread's kernel share
+// k: with a share e of its stops at exits, q·e / ((1-e) + q·e) = k, so
+// q = k·(1-e) / (e·(1-k)), at most 1. The others are dropped and their
+// weight goes to the thread's next sample that counts. A thread that makes
+// a system call more often than a stop can land (every few µs) is caught
+// at exits at nearly every stop: then nothing lands in user code to trade
+// against, and its wrapper keeps those samples (its callers' totals are
+// right).
+
+// cpuModes sums a thread's CPU time by mode from its stat readings.
+type cpuModes struct {
+	lastUser, lastSystem uint64 // the last reading, clock ticks
+	read                 bool
+	user, system         uint64 // since the first reading
+}
+
+func (m *cpuModes) note(user, system uint64) {
+	if m.read && user >= m.lastUser && system >= m.lastSystem {
+		m.user += user - m.lastUser
+		m.system += system - m.lastSystem
+	}
+	m.lastUser, m.lastSystem, m.read = user, system, true
+}
+
+// landings counts where a thread's stops (those that found it running)
+// landed.
+type landings struct {
+	stops, exits int64
+}
+
+// Enough readings for the correction: below them the shares are too rough
+// and a stop at an exit counts.
+const (
+	minModeTicks = 25 // clock ticks of CPU time (a quarter of a second at USER_HZ 100)
+	minLandings  = 10
+)
+
+// exitTrust is the probability with which a stop of th landing at a
+// system call's exit counts, so that the stops that count land at exits
+// at th's kernel share of CPU time; 1 until enough is known.
+func (th *threadState) exitTrust() float64 {
+	ticks := th.modes.user + th.modes.system
+	if ticks < minModeTicks || th.lands.stops < minLandings {
+		return 1
+	}
+	k := float64(th.modes.system) / float64(ticks)
+	e := float64(th.lands.exits) / float64(th.lands.stops)
+	if k >= 1 || e >= 1 {
+		return 1 // no stop lands in user code: nothing to trade against
+	}
+	return min(1, k*(1-e)/(e*(1-k)))
+}
+
+// runState is what a thread's stat line says at a tick.
+type runState struct {
+	running      bool   // state R: running or runnable
+	user, system uint64 // CPU time in user and kernel mode, clock ticks
 }
 
 // runningAt reports whether th is running or runnable at tick, reading its
 // state at most once a tick (judge may have asked already).
 func (src *Source) runningAt(th *threadState, tick int64) bool {
 	if th.stateTick != tick {
-		th.stateTick, th.stateRunning = tick, src.runs.running(th)
+		st, ok := src.runs.state(th)
+		th.stateTick, th.stateRunning = tick, ok && st.running
+		if ok {
+			th.modes.note(st.user, st.system)
+		}
 	}
 	return th.stateRunning
 }
