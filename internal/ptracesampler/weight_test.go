@@ -98,3 +98,47 @@ func tids(ths []*threadState) []int {
 	}
 	return out
 }
+
+// Stops that land at system call exits count at the thread's kernel share:
+// a thread in the kernel 2.5% of its CPU time whose stops land at exits
+// half the time (a call every 100 µs against tens of µs for a stop to
+// land) gets 2.5% of its counted samples at exits, not 50%.
+func TestExitsCountAtKernelShare(t *testing.T) {
+	src := &Source{period: 10 * time.Millisecond, rng: rand.New(rand.NewPCG(5, 6))}
+	th := &threadState{}
+	th.modes.note(0, 0)
+	th.modes.note(975, 25)
+	rng := rand.New(rand.NewPCG(7, 8))
+	var counted, atExits int
+	for range 40000 {
+		atExit := rng.IntN(2) == 0
+		if src.place(th, false, atExit) == placed {
+			counted++
+			if atExit {
+				atExits++
+			}
+		}
+	}
+	if got := 100 * float64(atExits) / float64(counted); got < 2 || got > 3 {
+		t.Errorf("%.2f%% of the counted samples at exits, want 2.5%%", got)
+	}
+	// Too little known: every stop counts.
+	fresh := &threadState{}
+	fresh.modes.note(0, 0)
+	fresh.modes.note(10, 0)
+	for range 5 {
+		if src.place(fresh, false, true) != placed {
+			t.Fatal("a stop at an exit was dropped before the thread's kernel share was known")
+		}
+	}
+	// A thread caught at exits at every stop keeps them: nothing lands in
+	// user code to trade against.
+	busy := &threadState{}
+	busy.modes.note(0, 0)
+	busy.modes.note(500, 500)
+	for range 100 {
+		if src.place(busy, false, true) != placed {
+			t.Fatal("a stop at an exit dropped for a thread whose every stop lands at one")
+		}
+	}
+}
