@@ -37,8 +37,10 @@
 // Which threads: a tick's work grows with the threads that run, not with
 // the threads that exist. check.go explains the schedule of schedstat
 // readings, ledger.go how the process's CPU clock proves idle threads idle
-// without reading them (and lets a batch skip its drain), weight.go how an
-// on-CPU sample is weighted by the CPU time its thread used (Sample.Weight).
+// without reading them (and lets a batch skip its drain), weight.go which
+// threads an on-CPU tick samples (those running at the tick, not waiting in
+// the kernel at their stop) and how a sample is weighted by the CPU time
+// its thread used (Sample.Weight).
 // With Options.Idle (wall-clock), a thread that did not run is yielded
 // Unchanged instead of being stopped again.
 //
