@@ -378,9 +378,11 @@ func writeSummary(w io.Writer, st engine.Stats, be backendInfo, rate float64, ou
 	} else {
 		fmt.Fprintf(w, "  thread samples: %d stopped, %d reused (idle), %d failed, %d not taken (thread exited), %d not taken (no stop before the tick's deadline); ticks missed: %d\n",
 			st.Stops, st.Reused, st.Failed, st.Gone, st.NotTaken, st.MissedTicks)
-		if st.Asleep > 0 || st.SyscallExits > 0 {
-			fmt.Fprintf(w, "  thread samples not counted (their CPU time goes to the thread's next sample): %d found waiting in the kernel, %d at a system call's exit beyond the thread's kernel time\n",
-				st.Asleep, st.SyscallExits)
+		if st.Asleep > 0 {
+			fmt.Fprintf(w, "  thread samples found waiting in the kernel, not counted: %d (their CPU time goes to the thread's next sample)\n", st.Asleep)
+		}
+		if st.LateStops > 0 {
+			fmt.Fprintf(w, "  thread samples at a system call's exit beyond the thread's kernel time, counted at the wrapper's caller: %d\n", st.LateStops)
 		}
 		if st.Lost > 0 {
 			fmt.Fprintf(w, "  samples lost (dropped by the kernel before stacktop read them): %d\n", st.Lost)

@@ -59,6 +59,15 @@ type Sample struct {
 	// one sampling period.
 	Weight time.Duration
 
+	// LateStop reports that the stop landed at the exit of a system call
+	// the thread most likely entered after it was asked to stop (a stop
+	// lands at a thread's next kernel entry, and a thread that makes a
+	// call every 100 µs is caught at exits far more often than it is in
+	// the kernel: ptracesampler's weight.go). The resolver counts the
+	// sample at the caller of the call's wrapper (the vDSO, the C
+	// library), where the thread was.
+	LateStop bool
+
 	// Pause is how long the thread was stopped to take the sample (stop
 	// reported -> resume request returned); Total counts from the stop
 	// request. Both are 0 for a back end that does not stop threads.
@@ -120,13 +129,10 @@ type Round struct {
 	// thread asleep in a system call: it was running when the tick read
 	// its state, and went to sleep before it stopped.
 	Asleep int64
-	// SyscallExits counts on-CPU samples dropped because the stop caught
-	// the thread at a system call's exit more often than the thread is
-	// in the kernel (a stop lands at the next call of a thread that makes
-	// one every few µs: ptracesampler's weight.go).
-	SyscallExits int64
-	Lost         int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
-	Err          error // the last per-thread failure, if any
+	// LateStops counts on-CPU samples yielded LateStop.
+	LateStops int64
+	Lost      int64 // samples the kernel dropped (perf: PERF_RECORD_LOST)
+	Err       error // the last per-thread failure, if any
 
 	// CPU is the CPU time the process used during this round, where the
 	// back end reads the process's CPU clock (ptrace); 0 elsewhere. It

@@ -105,7 +105,7 @@ type engineStats struct {
 	shortTicks             int64
 	samples, stops, reused int64
 	failed, gone, notTaken int64
-	lost, asleep, exits    int64
+	lost, asleep, late     int64
 	cpu                    time.Duration
 	stackMissed            int64
 	pause, pauseTotal      histogram
@@ -166,10 +166,9 @@ type Stats struct {
 	// Asleep counts on-CPU samples dropped because the stop found the
 	// thread asleep in a system call (backend.Round.Asleep).
 	Asleep int64
-	// SyscallExits counts on-CPU samples dropped because the stop caught
-	// the thread at a system call's exit beyond its kernel share
-	// (backend.Round.SyscallExits).
-	SyscallExits int64
+	// LateStops counts on-CPU samples counted at the caller of a system
+	// call's wrapper (backend.Sample.LateStop).
+	LateStops int64
 	// ProcessCPU is the CPU time the process used while it was sampled,
 	// from its CPU clock, where the back end reads it (ptrace); 0 if not.
 	// An on-CPU profile's Weight x Period estimates it.
@@ -367,7 +366,7 @@ func (e *Engine) commit(r *backend.Round, notes []string) {
 	e.st.notTaken += r.NotTaken
 	e.st.lost += r.Lost
 	e.st.asleep += r.Asleep
-	e.st.exits += r.SyscallExits
+	e.st.late += r.LateStops
 	e.st.cpu += r.CPU
 	if r.NotTaken > 0 {
 		e.st.shortTicks++
@@ -521,7 +520,7 @@ func (e *Engine) Stats() Stats {
 		Samples: e.st.samples, Stops: e.st.stops, Reused: e.st.reused,
 		Failed: e.st.failed, Gone: e.st.gone, Truncated: e.prof.Truncated, StackMissed: e.st.stackMissed,
 		Wall: e.opts.Wall, Weight: e.prof.Samples, Period: e.opts.Period,
-		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks, Asleep: e.st.asleep, SyscallExits: e.st.exits, ProcessCPU: e.st.cpu,
+		NotTaken: e.st.notTaken, ShortTicks: e.st.shortTicks, Asleep: e.st.asleep, LateStops: e.st.late, ProcessCPU: e.st.cpu,
 		Threads: e.st.threads, Exited: e.st.exited, LastErr: e.st.lastErr,
 		Pause: e.st.pause.stats(), PauseTotal: e.st.pauseTotal.stats(),
 		TickWorkMax: e.st.tickWorkMax,

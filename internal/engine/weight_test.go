@@ -37,12 +37,13 @@ func threadCPU(t *testing.T, pid int, names map[int]string) (map[string]uint64, 
 	return out, total
 }
 
-// TestEngineOnCPUWeights: on the cpusplit target (threads at 100%, 25% and
-// ~0% of a CPU, the last waking 2,000 times a second), the on-CPU profile
-// gives each thread the share of samples that it had of the CPU time, and
-// its total is the CPU time the process used. The shares are compared with
-// what the threads really ran (on a loaded machine the spinners get less
-// than their nominal 100% and 25%), within 8 points; the total within 15%.
+// TestEngineOnCPUWeights: on the cpusplit target (threads at 100%, 25%, 5%
+// and ~0% of a CPU, the last waking 2,000 times a second), the on-CPU
+// profile gives each thread the share of samples that it had of the CPU
+// time, and its total is the CPU time the process used. The shares are
+// compared with what the threads really ran (on a loaded machine the
+// spinners get less than their nominal shares), within 8 points; the total
+// within 10%.
 func TestEngineOnCPUWeights(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "cpusplit-fp")
@@ -77,7 +78,7 @@ func TestEngineOnCPUWeights(t *testing.T) {
 	if total == 0 || ran == 0 {
 		t.Fatalf("no samples (%d) or no CPU time (%d ns)", total, ran)
 	}
-	for _, n := range []string{"hot", "quarter", "waker"} {
+	for _, n := range []string{"hot", "quarter", "fifth", "waker"} {
 		got := 100 * float64(samples[n]) / float64(total)
 		want := 100 * float64(after[n]-before[n]) / float64(ran)
 		t.Logf("%-8s %5.1f%% of samples, %5.1f%% of the CPU time (%v)", n, got, want, time.Duration(after[n]-before[n]))
@@ -85,7 +86,7 @@ func TestEngineOnCPUWeights(t *testing.T) {
 			t.Errorf("%s: %.1f%% of the samples, but %.1f%% of the CPU time", n, got, want)
 		}
 	}
-	// The nominal split (80/20/<=5) holds when the spinners get their CPU;
+	// The nominal split (75/19/4/<=5) holds when the spinners get their CPU;
 	// on a loaded machine the waker's few microseconds per wake-up are a
 	// bigger share of what the process got, and the check above is the one
 	// that says whether the profile is true.
@@ -99,7 +100,7 @@ func TestEngineOnCPUWeights(t *testing.T) {
 	profCPU := time.Duration(total) * p.Period
 	procCPU := time.Duration(procAfter - procBefore)
 	t.Logf("profile %v of CPU, the process ran %v; %d stops in %d ticks (%d missed), %d failed (%v), %d gone", profCPU, procCPU, st.Stops, st.Ticks, st.MissedTicks, st.Failed, st.LastErr, st.Gone)
-	if r := float64(profCPU) / float64(procCPU); r < 0.85 || r > 1.15 {
+	if r := float64(profCPU) / float64(procCPU); r < 0.9 || r > 1.1 {
 		t.Errorf("the profile holds %v of CPU time, the process used %v", profCPU, procCPU)
 	}
 }

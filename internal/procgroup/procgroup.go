@@ -301,7 +301,7 @@ func (fl *Group) Stats() (engine.Stats, int) {
 		sum.NotTaken += st.NotTaken
 		sum.ShortTicks += st.ShortTicks
 		sum.Asleep += st.Asleep
-		sum.SyscallExits += st.SyscallExits
+		sum.LateStops += st.LateStops
 		sum.ProcessCPU += st.ProcessCPU
 		sum.TickWork = max(sum.TickWork, st.TickWork)
 		sum.TickWorkMax = max(sum.TickWorkMax, st.TickWorkMax)

@@ -45,11 +45,8 @@ type threadState struct {
 	// The state read at stateTick: running or runnable (runningAt).
 	stateTick    int64
 	stateRunning bool
-	// waitStops counts the thread's stops in a row that found it
-	// waiting in the kernel (place).
-	waitStops int
 	// modes is the thread's CPU time by mode, and lands where its stops
-	// landed, for place's correction of stops at system call exits.
+	// landed, for place (weight.go).
 	modes cpuModes
 	lands landings
 	// sampled: the thread was yielded with a stack since the last exec,

@@ -336,19 +336,20 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 		}
 		th := todo[i]
 		var weight time.Duration
+		late := false
 		if !s.opts.Idle {
-			// A stack found waiting in the kernel, or at a system
-			// call's exit beyond the thread's kernel share, is not
-			// where its CPU time went (weight.go).
+			// A stack found waiting in the kernel is not where the
+			// thread's CPU time went; one at a system call's exit
+			// beyond its kernel share goes to the wrapper's caller
+			// (weight.go).
 			switch s.place(th, ps.Asleep, ps.AtSyscallExit) {
 			case dropAsleep:
 				r.Asleep++
 				s.refund(th)
 				return true
-			case dropExit:
-				r.SyscallExits++
-				s.refund(th)
-				return true
+			case placedLate:
+				r.LateStops++
+				late = true
 			}
 			weight = time.Duration(s.takeCredit(th)) * s.period
 		}
@@ -356,7 +357,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 		// Shares ps.Stack until the next thread: the consumer unwinds
 		// before yield returns.
 		s.sample = backend.Sample{TID: th.tid, Time: now, Regs: ps.Regs, StackAddr: ps.StackAddr, Stack: ps.Stack,
-			Weight: weight, Pause: ps.Stopped, Total: ps.Total}
+			Weight: weight, LateStop: late, Pause: ps.Stopped, Total: ps.Total}
 		yield(&s.sample)
 		s.learn(th, ps.StackAddr, ps.Regs.TLS, s.sample.StackUse)
 		return true

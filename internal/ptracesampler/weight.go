@@ -18,7 +18,8 @@ import "time"
 // the perf back end, 60% of such a thread's CPU sat on __nanosleep.)
 //
 // So a thread gets a sample only if it is running at the tick, known in
-// three steps, cheapest first:
+// three steps, cheapest first (and a fourth, below place, for stops that
+// land at a system call's exit):
 //
 //  1. It ran since the previous tick (checkThreads: its schedstat moved,
 //     or the run ledger could not prove it idle). The others cost nothing.
@@ -31,7 +32,8 @@ import "time"
 //     waits on its way out, on amd64 and s390x). A thread that went to
 //     sleep between step 2 and its stop, or that was found in R only
 //     because it was waking from a wait, is not charged; the sample is
-//     dropped and counted (Round.Asleep).
+//     dropped and counted (Round.Asleep). A thread found waiting at
+//     nearly every stop is charged there (placeAsleep).
 //
 // # How much: the CPU time the thread used
 //
@@ -67,11 +69,10 @@ import "time"
 // # The error bound
 //
 //   - Totals: a thread's weights differ from its CPU time by its credit,
-//     which the pull brings back towards one decision's worth; the credit
-//     of a thread that is never found running (a thread that only wakes
-//     and sleeps again, whose CPU is the kernel's wake-up path) is never
-//     given, and is capped (maxCredit). So the profile's total is a
-//     little under the process's CPU time; the summary shows both.
+//     which the pull brings back towards one decision's worth; a thread
+//     seldom stopped loses what its credit holds beyond maxCredit. So the
+//     profile's total is a little under the process's CPU time; the
+//     summary shows both.
 //   - Where: the CPU time a thread used between two of its samples is
 //     charged at the second one. When its ticks land uniformly in its CPU
 //     time, that is unbiased: a function gets the share of samples it has
@@ -82,9 +83,10 @@ import "time"
 //     worth per burst.
 //   - Step 2 reads the state some microseconds before the stop; a thread
 //     that went to sleep in between is dropped by step 3 and its credit
-//     waits for its next sample. On arm64 there is no step 3: the kernel
-//     prepares a restart before the stop, so its registers no longer tell,
-//     and such a sample shows the sleeping stack.
+//     waits for its next sample. On arm64 there is no step 3 nor 4: the
+//     kernel prepares a restart before the stop, so its registers no
+//     longer tell, and such a sample shows the sleeping stack; s390x tells
+//     interrupted calls only.
 //
 // docs/record.md has the figures against the perf back end.
 
@@ -149,61 +151,61 @@ func (src *Source) roundPeriods(ns int64) int64 {
 // the pull of the credit: each decision moves them by a quarter.
 const rateSmoothing = 4
 
-// maxWaitStops is how many stops in a row may find a thread waiting in the
-// kernel before the next such stop is charged anyway (placeAsleep).
-const maxWaitStops = 8
+// waitMemory is the weight the share of a thread's stops found waiting
+// keeps of its past at each stop: about the last twenty stops count.
+const waitMemory = 0.95
 
 // placing is what becomes of the sample of a thread just stopped.
 type placing int
 
 const (
-	placed     placing = iota // counted, with its weight
+	placed     placing = iota // counted at its stack, with its weight
 	dropAsleep                // found waiting in the kernel (step 3)
-	dropExit                  // at a system call's exit, beyond its share (step 4)
+	placedLate                // at a system call's exit beyond the thread's kernel share: counted at the caller of the call's wrapper (step 4)
 )
 
-// place decides whether the sample of th just stopped counts. asleep:
-// the stop found th waiting in the kernel (ptrace.Sample.Asleep); atExit:
-// it caught th on its way out of another system call
+// place decides whether and where the sample of th just stopped counts.
+// asleep: the stop found th waiting in the kernel (ptrace.Sample.Asleep);
+// atExit: it caught th on its way out of another system call
 // (ptrace.Sample.AtSyscallExit). A sample that does not count gives its
 // weight back (refund): th's credit waits for its next sample.
 func (src *Source) place(th *threadState, asleep, atExit bool) placing {
 	if asleep {
 		return src.placeAsleep(th)
 	}
-	th.waitStops = 0
+	th.lands.noteWaiting(false)
 	th.lands.stops++
 	if !atExit {
 		return placed
 	}
 	th.lands.exits++
 	if q := th.exitTrust(); q < 1 && src.rng.Float64() >= q {
-		return dropExit
+		return placedLate
 	}
 	return placed
 }
 
-// placeAsleep places the sample of th found waiting in the kernel: it is
-// dropped, and th's credit waits for a stop that finds it running, unless
-// maxWaitStops stops in a row found it waiting. Then its runs are shorter
-// than a stop takes to land (a few tens of µs: a thread woken for each
-// request, a timer thread), no stop will ever find it running, and its CPU
-// time is charged where it waits, at the caller of the wait, as perf
-// charges a wake-up's kernel time to the user stack at the system call.
-// Not charging it would leave that CPU out of the profile.
+// placeAsleep places the sample of th found waiting in the kernel. Most
+// are dropped, and th's credit waits for a stop that finds it running. But
+// a thread whose runs are shorter than a stop takes to land (a few tens of
+// µs: a thread woken for each request, a timer thread) is found waiting at
+// nearly every stop, and dropping them all would leave its CPU time out
+// of the profile. So the sample counts, where the thread waits, with
+// probability w², w the share of th's recent stops that found it waiting:
+// near 1 for such a thread, whose CPU time then goes where it waits, as
+// perf charges a wake-up's kernel time to the user stack at the system
+// call; a thread found running at 90% of its stops puts about 1% of its
+// CPU time there. One waiting stop is counted in advance: a thread's first
+// stop counts wherever it lands, so that a short recording shows the
+// threads it could not catch running (each at its wait) rather than
+// nothing of them.
 func (src *Source) placeAsleep(th *threadState) placing {
-	th.waitStops++
-	if th.waitStops <= maxWaitStops {
-		return dropAsleep
+	th.lands.noteWaiting(true)
+	w := th.lands.waitShare()
+	if src.rng.Float64() < w*w {
+		return placed
 	}
-	th.waitStops = 0
-	// Its credit is what its runs used since its last sample: all of it
-	// goes here, not the share onCPU decided for a thread it can catch.
-	p := int64(src.period)
-	all := th.credit + th.weight*p
-	th.weight = src.roundPeriods(all)
-	th.credit = all - th.weight*p
-	return placed
+	return dropAsleep
 }
 
 // Step 4: stops at system call exits.
@@ -212,20 +214,22 @@ func (src *Source) placeAsleep(th *threadState) placing {
 // runs on until the kernel next takes it, at the interrupt that carries the
 // request (tens of µs on a VM) or at its next system call, whichever comes
 // first. A thread that makes a system call every 100 µs (testdata split
-// reads its CPU clock so) is caught at a call's exit at a quarter of the
-// stops, though it spends 2-3% of its time in the kernel: its caller's
-// total is right, but the call's wrapper gets self samples of the loop
-// around it. The kernel knows how the thread's CPU time divides between
-// user and kernel mode (utime and stime in its stat line, which step 2
-// reads anyway). A stop at an exit counts with a probability q chosen so
-// that the samples that count land at exits at the thread's kernel share
-// k: with a share e of its stops at exits, q·e / ((1-e) + q·e) = k, so
-// q = k·(1-e) / (e·(1-k)), at most 1. The others are dropped and their
-// weight goes to the thread's next sample that counts. A thread that makes
-// a system call more often than a stop can land (every few µs) is caught
-// at exits at nearly every stop: then nothing lands in user code to trade
-// against, and its wrapper keeps those samples (its callers' totals are
-// right).
+// reads its CPU clock so) is caught at a call's exit at half the stops,
+// though it spends 2-3% of its time in the kernel: its caller's total is
+// right, but the call's wrapper gets self samples of the loop around it.
+// The kernel knows how the thread's CPU time divides between user and
+// kernel mode (utime and stime in its stat line, which step 2 reads
+// anyway). A stop at an exit stays at the wrapper with a probability q
+// chosen so that the samples land at exits at the thread's kernel share k:
+// with a share e of its stops at exits, q·e = k, q = k/e, at most 1. The
+// others are marked late (backend.Sample.LateStop) and the resolver counts
+// them at the caller of the call's wrapper, where the thread was when the
+// stop was asked for. Not dropped: giving their weight to the thread's
+// next sample moved CPU time between functions that alternate faster than
+// the ticks (split's 1 ms cold phase lost 6 points to its 3 ms hot one at
+// 499 Hz). A thread that makes a system call more often than a stop can
+// land (every few µs) is caught at exits at nearly every stop; then its
+// samples go to the wrapper's caller at the user share.
 
 // cpuModes sums a thread's CPU time by mode from its stat readings.
 type cpuModes struct {
@@ -242,10 +246,26 @@ func (m *cpuModes) note(user, system uint64) {
 	m.lastUser, m.lastSystem, m.read = user, system, true
 }
 
-// landings counts where a thread's stops (those that found it running)
-// landed.
+// landings counts where a thread's stops landed.
 type landings struct {
-	stops, exits int64
+	stops, exits int64 // of the stops that found it running, since it was first stopped
+	// The recent stops, decayed by waitMemory: all of them, and those
+	// that found it waiting in the kernel.
+	recent, waiting float64
+}
+
+func (l *landings) noteWaiting(waiting bool) {
+	l.recent = l.recent*waitMemory + 1
+	l.waiting *= waitMemory
+	if waiting {
+		l.waiting++
+	}
+}
+
+// waitShare is the share of the recent stops that found the thread
+// waiting, with one waiting stop counted in advance.
+func (l *landings) waitShare() float64 {
+	return (l.waiting + 1) / (l.recent + 1)
 }
 
 // Enough readings for the correction: below them the shares are too rough
@@ -256,19 +276,16 @@ const (
 )
 
 // exitTrust is the probability with which a stop of th landing at a
-// system call's exit counts, so that the stops that count land at exits
-// at th's kernel share of CPU time; 1 until enough is known.
+// system call's exit stays there, so that th's samples land at exits at
+// its kernel share of CPU time; 1 until enough is known.
 func (th *threadState) exitTrust() float64 {
 	ticks := th.modes.user + th.modes.system
-	if ticks < minModeTicks || th.lands.stops < minLandings {
+	if ticks < minModeTicks || th.lands.stops < minLandings || th.lands.exits == 0 {
 		return 1
 	}
 	k := float64(th.modes.system) / float64(ticks)
 	e := float64(th.lands.exits) / float64(th.lands.stops)
-	if k >= 1 || e >= 1 {
-		return 1 // no stop lands in user code: nothing to trade against
-	}
-	return min(1, k*(1-e)/(e*(1-k)))
+	return min(1, k/e)
 }
 
 // runState is what a thread's stat line says at a tick.

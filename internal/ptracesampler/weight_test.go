@@ -99,46 +99,74 @@ func tids(ths []*threadState) []int {
 	return out
 }
 
-// Stops that land at system call exits count at the thread's kernel share:
-// a thread in the kernel 2.5% of its CPU time whose stops land at exits
-// half the time (a call every 100 µs against tens of µs for a stop to
-// land) gets 2.5% of its counted samples at exits, not 50%.
+// Stops that land at system call exits stay there at the thread's kernel
+// share, the others count at the wrapper's caller (placedLate): a thread in
+// the kernel 2.5% of its CPU time whose stops land at exits half the time
+// (a call every 100 µs against tens of µs for a stop to land) keeps 2.5%
+// of its samples at exits, not 50%. None is dropped.
 func TestExitsCountAtKernelShare(t *testing.T) {
 	src := &Source{period: 10 * time.Millisecond, rng: rand.New(rand.NewPCG(5, 6))}
 	th := &threadState{}
 	th.modes.note(0, 0)
 	th.modes.note(975, 25)
 	rng := rand.New(rand.NewPCG(7, 8))
-	var counted, atExits int
-	for range 40000 {
+	const n = 40000
+	var atExits int
+	for range n {
 		atExit := rng.IntN(2) == 0
-		if src.place(th, false, atExit) == placed {
-			counted++
+		switch src.place(th, false, atExit) {
+		case placed:
 			if atExit {
 				atExits++
 			}
+		case placedLate:
+			if !atExit {
+				t.Fatal("a stop in user code was marked late")
+			}
+		default:
+			t.Fatal("a stop that found the thread running was dropped")
 		}
 	}
-	if got := 100 * float64(atExits) / float64(counted); got < 2 || got > 3 {
-		t.Errorf("%.2f%% of the counted samples at exits, want 2.5%%", got)
+	if got := 100 * float64(atExits) / n; got < 2 || got > 3 {
+		t.Errorf("%.2f%% of the samples stay at exits, want 2.5%%", got)
 	}
-	// Too little known: every stop counts.
+	// Too little known: every stop at an exit stays.
 	fresh := &threadState{}
 	fresh.modes.note(0, 0)
 	fresh.modes.note(10, 0)
 	for range 5 {
 		if src.place(fresh, false, true) != placed {
-			t.Fatal("a stop at an exit was dropped before the thread's kernel share was known")
+			t.Fatal("a stop at an exit moved before the thread's kernel share was known")
 		}
 	}
-	// A thread caught at exits at every stop keeps them: nothing lands in
-	// user code to trade against.
-	busy := &threadState{}
-	busy.modes.note(0, 0)
-	busy.modes.note(500, 500)
-	for range 100 {
-		if src.place(busy, false, true) != placed {
-			t.Fatal("a stop at an exit dropped for a thread whose every stop lands at one")
+}
+
+// A stop that finds the thread waiting counts there with probability w²,
+// w the share of its recent stops found waiting: a thread whose runs are
+// too short to catch (found waiting at every stop) is charged where it
+// waits; one found running at 90% of its stops almost never.
+func TestAsleepCountsForUncatchableThreads(t *testing.T) {
+	src := &Source{period: 10 * time.Millisecond, rng: rand.New(rand.NewPCG(9, 10))}
+	counted := func(waitShare float64) float64 {
+		th := &threadState{}
+		rng := rand.New(rand.NewPCG(11, 12))
+		var asleep, kept int
+		for range 20000 {
+			if rng.Float64() < waitShare {
+				asleep++
+				if src.place(th, true, false) == placed {
+					kept++
+				}
+			} else {
+				src.place(th, false, false)
+			}
 		}
+		return float64(kept) / float64(asleep)
+	}
+	if got := counted(1); got < 0.9 {
+		t.Errorf("always found waiting: %.2f of its stops count, want nearly all", got)
+	}
+	if got := counted(0.1); got > 0.05 {
+		t.Errorf("found waiting at 10%% of its stops: %.3f of those count, want about 0.01", got)
 	}
 }

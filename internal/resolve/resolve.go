@@ -230,6 +230,9 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 	}
 	st := r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
 	r.goStacks.check(&st)
+	if s.LateStop {
+		st.Frames = r.wrapperCaller(st.Frames)
+	}
 	s.StackUse = backend.StackUse{End: r.window.Reached, Missed: r.window.Missed}
 	return st
 }
@@ -270,4 +273,20 @@ func (r *Resolver) Rename(walk []unwind.Frame) (frames []profile.Frame, ok bool)
 // became ready: pending walks need not be renamed while it stays the same.
 func (r *Resolver) Readiness() int64 {
 	return r.syms.readiness() + r.tails.readiness()
+}
+
+// wrapperCaller drops the leading frames of a late stop's walk that are in
+// a system call's wrapper, the vDSO or the C library: the stop landed at
+// the call's exit, but the thread was in the caller when it was asked to
+// stop (backend.Sample.LateStop). The caller's frame is a return address,
+// so it is named at its call site. A walk that never leaves the wrapper's
+// modules (a thread of the C library's own) stays whole.
+func (r *Resolver) wrapperCaller(frames []unwind.Frame) []unwind.Frame {
+	for i, f := range frames {
+		em, ok := r.space.Find(f.PC)
+		if !ok || !(em.IsVDSO || isCLibrary(em.Path)) {
+			return frames[i:]
+		}
+	}
+	return frames
 }
