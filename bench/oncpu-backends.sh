@@ -14,7 +14,9 @@
 #
 # The issue's target: every function within 3 points of perf, sleeping
 # stacks <= 2% under ptrace (or what perf finds there: cpusplit's waker
-# spends its ~1-2% in nanosleep's wake-up path).
+# spends its CPU in nanosleep's wake-up path). Each recording also prints
+# what every thread really ran meanwhile (schedstat), the truth both back
+# ends estimate.
 source "$(dirname "$0")/common.sh"
 
 secs=${1:-10}
@@ -36,6 +38,20 @@ shares() {
 	}' "$1"
 }
 
+# runtimes PID: "comm run_ns" per thread.
+runtimes() {
+	for t in /proc/"$1"/task/*; do
+		echo "$(cat "$t/comm" 2>/dev/null) $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)"
+	done
+}
+
+# truth BEFORE AFTER: each thread's share of what the process ran between
+# the two runtimes listings.
+truth() {
+	join <(sort "$1") <(sort "$2") | awk '{d[$1] += $3 - $2; t += $3 - $2}
+		END {for (n in d) printf " %s %.1f%%", n, 100 * d[n] / t; print ""}'
+}
+
 declare -A diffs=()
 for fixture in cpusplit-fp split-sframe3; do
 	for r in $(seq "$rounds"); do
@@ -45,9 +61,12 @@ for fixture in cpusplit-fp split-sframe3; do
 		order=(ptrace perf)
 		[ $((r % 2)) = 0 ] && order=(perf ptrace)
 		for b in "${order[@]}"; do
+			runtimes "$pid" >"$work/before"
 			"$stacktop" record -p "$pid" --backend "$b" --rate "$rate" --duration "${secs}s" \
 				--format folded -o "$work/$b.folded" 2>"$work/$b.summary"
+			runtimes "$pid" >"$work/after"
 			shares "$work/$b.folded" | sort >"$work/$b.shares"
+			echo "$b: threads' share of the CPU meanwhile (schedstat):$(truth "$work/before" "$work/after")" >>"$work/truth"
 		done
 		kill "$pid"
 		wait "$pid" 2>/dev/null || true
@@ -61,6 +80,7 @@ for fixture in cpusplit-fp split-sframe3; do
 			[[ $fn == @samples ]] || diffs["$fixture $fn"]+="$d "
 		done <"$work/joined"
 		grep -h 'on-CPU profile' "$work/ptrace.summary" | sed 's/^ */  ptrace: /'
+		sed 's/^/  truth, /' "$work/truth" && rm "$work/truth"
 	done
 done
 echo "median difference (ptrace - perf, points) over $rounds rounds:"
