@@ -204,6 +204,7 @@ func runRecord(args []string) int {
 			status, waitErr = child.Wait()
 			waited = true
 			if waitErr == nil && (status == spawn.ExitNotFound || status == spawn.ExitNotExecutable) {
+				stopEnding()
 				fmt.Fprintf(os.Stderr, "stacktop: cannot run %s: it could not be executed (exit status %d); no profile written\n",
 					procmaps.EscapeControl(cmdArgs[0]), status)
 				return status

@@ -64,8 +64,7 @@ type Sample struct {
 	// lands at a thread's next kernel entry, and a thread that makes a
 	// call every 100 µs is caught at exits far more often than it is in
 	// the kernel: ptracesampler's weight.go). The resolver counts the
-	// sample at the caller of the call's wrapper (the vDSO, the C
-	// library), where the thread was.
+	// sample at the caller of the call's wrapper, where the thread was.
 	LateStop bool
 
 	// Pause is how long the thread was stopped to take the sample (stop
@@ -135,8 +134,9 @@ type Round struct {
 	Err       error // the last per-thread failure, if any
 
 	// CPU is the CPU time the process used during this round, where the
-	// back end reads the process's CPU clock (ptrace); 0 elsewhere. It
-	// lets a summary set an estimated on-CPU total beside the truth.
+	// back end reads the process's CPU clock (ptrace, sampling every
+	// thread); 0 elsewhere. It lets a summary set an on-CPU total beside
+	// the truth.
 	CPU time.Duration
 
 	// Work is how long the back end worked on this round, waiting for it

@@ -278,7 +278,9 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			r.Ticks = 1
 			r.Work = time.Since(now)
 		}
-		if cpu, err := s.runs.process(); err == nil {
+		// The process's clock says what a profile of every thread
+		// should hold; with --tid it says nothing of the threads asked.
+		if cpu, err := s.runs.process(); err == nil && s.only == nil {
 			if s.cpuRead {
 				r.CPU = time.Duration(cpu - s.cpu)
 			}

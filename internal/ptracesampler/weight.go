@@ -73,14 +73,18 @@ import "time"
 //     seldom stopped loses what its credit holds beyond maxCredit. So the
 //     profile's total is a little under the process's CPU time; the
 //     summary shows both.
-//   - Where: the CPU time a thread used between two of its samples is
-//     charged at the second one. When its ticks land uniformly in its CPU
-//     time, that is unbiased: a function gets the share of samples it has
-//     of the thread's CPU time, plus the sampling noise of any timer-based
-//     profiler (sqrt(n·p·(1-p)) of n samples). What can move CPU time to
-//     another function is a tail: the CPU a burst used after its last
-//     sample goes to the thread's next sample, less than one decision's
-//     worth per burst.
+//   - Where: the CPU time a thread used between samples is charged at
+//     its later samples (a smoothed share at each). When the samples land
+//     uniformly in its CPU time, a function gets the share of samples it
+//     has of the thread's CPU time, plus the sampling noise of any
+//     timer-based profiler (sqrt(n·p·(1-p)) of n samples). They do not
+//     quite: step 2's R counts a runnable thread waiting for a CPU, so
+//     on a loaded machine code just after wake-ups is sampled more; and
+//     step 3 removes runs shorter than a stop takes to land, whose CPU
+//     then goes to the thread's longer runs (an event loop whose short
+//     requests take half its CPU shows them hardly at all, and a fifth
+//     of its CPU at its wait, by placeAsleep's rule). The perf back end
+//     has neither bias.
 //   - Step 2 reads the state some microseconds before the stop; a thread
 //     that went to sleep in between is dropped by step 3 and its credit
 //     waits for its next sample. On arm64 there is no step 3 nor 4: the
@@ -194,8 +198,8 @@ func (src *Source) place(th *threadState, asleep, atExit bool) placing {
 // probability w², w the share of th's recent stops that found it waiting:
 // near 1 for such a thread, whose CPU time then goes where it waits, as
 // perf charges a wake-up's kernel time to the user stack at the system
-// call; a thread found running at 90% of its stops puts about 1% of its
-// CPU time there. One waiting stop is counted in advance: a thread's first
+// call; a thread found running at 90% of its stops puts well under 1% of
+// its CPU time there, one found waiting at half its stops about a fifth. One waiting stop is counted in advance: a thread's first
 // stop counts wherever it lands, so that a short recording shows the
 // threads it could not catch running (each at its wait) rather than
 // nothing of them.
@@ -229,7 +233,10 @@ func (src *Source) placeAsleep(th *threadState) placing {
 // the ticks (split's 1 ms cold phase lost 6 points to its 3 ms hot one at
 // 499 Hz). A thread that makes a system call more often than a stop can
 // land (every few µs) is caught at exits at nearly every stop; then its
-// samples go to the wrapper's caller at the user share.
+// samples go to the wrapper's caller at the user share. The kernel share
+// counts all of the thread's kernel time (page faults, the stops' own
+// entry and exit, wake-ups), so q errs towards leaving samples at the
+// wrapper, and nothing is moved until the thread used minModeTicks of CPU.
 
 // cpuModes sums a thread's CPU time by mode from its stat readings.
 type cpuModes struct {

@@ -275,18 +275,23 @@ func (r *Resolver) Readiness() int64 {
 	return r.syms.readiness() + r.tails.readiness()
 }
 
-// wrapperCaller drops the leading frames of a late stop's walk that are in
-// a system call's wrapper, the vDSO or the C library: the stop landed at
-// the call's exit, but the thread was in the caller when it was asked to
-// stop (backend.Sample.LateStop). The caller's frame is a return address,
-// so it is named at its call site. A walk that never leaves the wrapper's
-// modules (a thread of the C library's own) stays whole.
+// wrapperCaller drops the frames of a late stop's walk that belong to the
+// system call's wrapper (backend.Sample.LateStop): the stop landed at the
+// call's exit, but the thread was in the wrapper's caller when it was
+// asked to stop. The wrapper is the leaf function, the one that made the
+// call (libc's write, Go's syscall.Syscall6, the vDSO's fallback), and,
+// when that is in the vDSO, the C library's function that called it
+// (clock_gettime). The caller's frame is a return address, so it is named
+// at its call site. A walk of one frame stays whole.
 func (r *Resolver) wrapperCaller(frames []unwind.Frame) []unwind.Frame {
-	for i, f := range frames {
-		em, ok := r.space.Find(f.PC)
-		if !ok || !(em.IsVDSO || isCLibrary(em.Path)) {
-			return frames[i:]
+	if len(frames) < 2 {
+		return frames
+	}
+	leaf, ok := r.space.Find(frames[0].PC)
+	if ok && leaf.IsVDSO && len(frames) > 2 {
+		if em, ok := r.space.Find(frames[1].PC - 1); ok && isCLibrary(em.Path) {
+			return frames[2:]
 		}
 	}
-	return frames
+	return frames[1:]
 }

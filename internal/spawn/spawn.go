@@ -68,6 +68,7 @@ type Cmd struct {
 	helper *exec.Cmd
 	goW    *os.File
 	status *os.File
+	ended  bool // the helper signalled the command on End's request (Wait)
 }
 
 // Start starts argv with stdio as its standard input, output and
@@ -137,15 +138,24 @@ func (s *Cmd) Wait() (int, error) {
 	s.status.Close()
 	s.status = nil
 	werr := s.helper.Wait()
-	status, err := strconv.Atoi(strings.TrimSpace(line))
+	// "STATUS ENDED": ENDED is 1 if the helper signalled the command on
+	// End's request.
+	code, ended, _ := strings.Cut(strings.TrimSpace(line), " ")
+	status, err := strconv.Atoi(code)
 	if err != nil {
 		if rerr == nil {
 			rerr = werr
 		}
 		return 0, fmt.Errorf("no exit status from the command's helper: %v", rerr)
 	}
+	s.ended = ended == "1"
 	return status, nil
 }
+
+// Ended reports, once Wait returned, whether End (or EndWhen) ended the
+// command: it was still running when the request came, and was sent
+// SIGTERM. A command that exited on its own first reports false.
+func (s *Cmd) Ended() bool { return s.ended }
 
 // EndGrace is how long End's SIGTERM has before the command is killed:
 // short, so that a recording with --duration ends within a second of its
@@ -168,26 +178,37 @@ func (s *Cmd) End() error {
 	return nil
 }
 
-// EndWhen ends the command (End) if the recording ends without it: after
-// d (--duration; 0: never), or EndGrace after interrupted closes (a signal
-// ended the recording; Ctrl-C reached the command too, which gets that
-// long to exit by itself). Call stop once the command's status is in
-// (Wait returned) or nothing is left to wait for: it cancels what has not
-// happened and says why End was sent, "duration" or "signal", or "".
+// EndWhen ends the command (End) if the recording ends without it: just
+// after d (--duration; 0: never), once the recording's own deadline has
+// passed, or EndGrace after interrupted closes (a signal ended the
+// recording; Ctrl-C reached the command too, which gets that long to exit
+// by itself). Call stop once the command's status is in (Wait returned):
+// it cancels what has not happened and says why the command was ended,
+// "duration" or "signal", or "" if it was not (it exited on its own,
+// also when End came too late to find it).
 func (s *Cmd) EndWhen(d time.Duration, interrupted <-chan struct{}) (stop func() (why string)) {
 	quit := make(chan struct{})
 	result := make(chan string, 1)
 	go func() { result <- s.endWhen(d, interrupted, quit) }()
 	return func() string {
 		close(quit)
-		return <-result
+		why := <-result
+		if !s.ended {
+			return ""
+		}
+		return why
 	}
 }
+
+// endLag is how long after --duration EndWhen ends the command: the
+// recording's deadline, counted from a moment later than EndWhen's, comes
+// first, so that no sample shows the command's handling of SIGTERM.
+const endLag = 20 * time.Millisecond
 
 func (s *Cmd) endWhen(d time.Duration, interrupted, quit <-chan struct{}) string {
 	var deadline <-chan time.Time
 	if d > 0 {
-		t := time.NewTimer(d)
+		t := time.NewTimer(d + endLag)
 		defer t.Stop()
 		deadline = t.C
 	}
@@ -251,7 +272,8 @@ func helper(argv []string) int {
 	fmt.Fprintf(pidW, "%d\n", cmd.Process.Pid)
 	pidW.Close()
 	exited := make(chan struct{})
-	go endOnRequest(cmd.Process, endReq, exited)
+	ended := make(chan bool, 1)
+	go func() { ended <- endOnRequest(cmd.Process, endReq, exited) }()
 	err := cmd.Wait()
 	close(exited)
 	code := 0
@@ -266,7 +288,11 @@ func helper(argv []string) int {
 	case err != nil:
 		code = ExitFailed
 	}
-	fmt.Fprintf(status, "%d\n", code)
+	endedFlag := 0
+	if <-ended {
+		endedFlag = 1
+	}
+	fmt.Fprintf(status, "%d %d\n", code, endedFlag)
 	status.Close()
 	return 0
 }
@@ -326,19 +352,22 @@ func FailureCode(err error, fail int) int {
 }
 
 // endOnRequest ends p when End's signal arrives on req: SIGTERM, then
-// SIGKILL after EndGrace, unless p exited (exited closed) in between.
-// os.Process signals through a pidfd once the process was waited for, so
-// a late request cannot hit another process.
-func endOnRequest(p *os.Process, req <-chan os.Signal, exited <-chan struct{}) {
+// SIGKILL after EndGrace, unless p exited (exited closed) in between. It
+// reports whether it sent SIGTERM to a p still running. os.Process
+// signals through a pidfd, so a late request cannot hit another process.
+func endOnRequest(p *os.Process, req <-chan os.Signal, exited <-chan struct{}) bool {
 	select {
 	case <-req:
 	case <-exited:
-		return
+		return false
 	}
-	p.Signal(syscall.SIGTERM)
+	if p.Signal(syscall.SIGTERM) != nil {
+		return false // already exited (os.ErrProcessDone)
+	}
 	select {
 	case <-time.After(EndGrace):
 		p.Kill()
 	case <-exited:
 	}
+	return true
 }

@@ -95,6 +95,9 @@ func TestEnd(t *testing.T) {
 			if err != nil || status != c.status {
 				t.Errorf("after End: Wait = %d, %v; want %d", status, err, c.status)
 			}
+			if !cmd.Ended() {
+				t.Error("Ended is false for a command End ended")
+			}
 			// Not a timing assertion: a command that outlived End by
 			// seconds was not ended by it.
 			if took > 10*EndGrace {
@@ -112,6 +115,24 @@ func TestEnd(t *testing.T) {
 	}
 	if err := done.End(); err != nil {
 		t.Errorf("End after the command and its helper exited: %v", err)
+	}
+	if done.Ended() {
+		t.Error("Ended is true for a command that exited on its own")
+	}
+	// EndWhen says a command that exited before its deadline was not
+	// ended, however late its status is collected.
+	quick, err := Start([]string{"true"}, devNull(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := quick.EndWhen(50*time.Millisecond, nil)
+	quick.Release()
+	time.Sleep(200 * time.Millisecond) // past the deadline before Wait
+	if status, err := quick.Wait(); err != nil || status != 0 {
+		t.Fatalf("true: %d, %v", status, err)
+	}
+	if why := stop(); why != "" {
+		t.Errorf("EndWhen says %q for a command that exited before the deadline", why)
 	}
 }
 
