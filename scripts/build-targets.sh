@@ -103,6 +103,7 @@ mkdir -p "$out"
 #   sigalt-cfi    the same, -fomit-frame-pointer (CFI only)
 #   bigframe-cfi  40 KiB frames over blocked threads (CFI only)
 #   bigframe-fp   the same with frame pointers (and CFI)
+#   deeprec-cfi   a thread 2,000 frames deep in a recursion (CFI only)
 #   nocfi         neither CFI nor frame pointers: -fomit-frame-pointer
 #                 -fno-asynchronous-unwind-tables -fno-unwind-tables, and
 #                 .eh_frame/.eh_frame_hdr removed from the linked program
@@ -122,6 +123,7 @@ host_targets() {
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/sigalt-cfi" sigalt.c
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/bigframe-cfi" bigframe.c
 		gcc "${host[@]}" -fasynchronous-unwind-tables "${keep_fp[@]}" -o "$tmp/bigframe-fp" bigframe.c
+		gcc "${host[@]}" -fasynchronous-unwind-tables "${omit_fp[@]}" -o "$tmp/deeprec-cfi" deeprec.c
 		gcc "${host[@]}" "${omit_fp[@]}" -fno-asynchronous-unwind-tables -fno-unwind-tables \
 			-o "$tmp/nocfi" nocfi.c
 		objcopy --remove-section .eh_frame --remove-section .eh_frame_hdr "$tmp/nocfi"

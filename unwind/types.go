@@ -187,7 +187,17 @@ type Options struct {
 	Switch StackSwitcher
 }
 
-const DefaultMaxDepth = 256
+// DefaultMaxDepth bounds a walk's frames when Options.MaxDepth is 0. Real
+// programs do not reach it (a CPython program 150-200 C levels deep holds
+// some 1,600 frames; gdb has no cap), and it still bounds in time a walk
+// of a hostile stack; the loop guard that ends a cyclic walk is the rule
+// that each caller's SP is above its callee's (ErrSPNotIncreasing), not
+// this cap.
+const DefaultMaxDepth = 4096
+
+// MaxMaxDepth is the most Options.MaxDepth a caller should ask for: the
+// frames of one walk are kept in memory, 32 bytes each.
+const MaxMaxDepth = 1 << 20
 
 // Stack is the result of one walk. Complete is true when the walk reached
 // the outermost frame (an SFrame or CFI RA-undefined row, a zero return

@@ -3,6 +3,7 @@ package unwind
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 
 	"stacktop/cfi"
@@ -174,7 +175,8 @@ func (w *Walker) Walk(r regs.Set, mem Memory, mods Modules, opts Options) Stack 
 			break
 		}
 		if len(w.frames) >= maxDepth {
-			st.Err = &StepError{Frame: idx + 1, PC: next.PC, Method: method, Err: ErrMaxDepth}
+			st.Err = &StepError{Frame: idx + 1, PC: next.PC, Method: method, Err: ErrMaxDepth,
+				What: fmt.Sprintf("the limit is %d frames", maxDepth)}
 			break
 		}
 		exact = method == MethodSignal

@@ -37,7 +37,7 @@ func runDump(args []string) int {
 	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
 	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump [-p] PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines]")
+		fmt.Fprintln(fs.Output(), "usage: stacktop dump [-p] PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines] [--max-depth N]")
 		fs.PrintDefaults()
 		exitCodesUsage(fs, "dump.md")
 	}

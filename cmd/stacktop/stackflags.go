@@ -21,6 +21,7 @@ type stackFlags struct {
 	unwinders   unwinderFlags
 	noInline    bool
 	noLines     bool
+	maxDepth    int
 
 	threadRE *regexp.Regexp  // compiled from threadName by check; nil: all
 	methods  []unwind.Method // parsed from unwinders by check
@@ -46,6 +47,7 @@ func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
 	f.unwinders.register(fs)
 	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
 	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")
+	fs.IntVar(&f.maxDepth, "max-depth", unwind.DefaultMaxDepth, "most frames of one stack; a deeper stack is cut there and says so")
 }
 
 // check validates the flags and derives threadRE and methods.
@@ -60,6 +62,9 @@ func (f *stackFlags) check() error {
 	if err := checkSize("stack-window", f.stackWindow, maxStackWindow()); err != nil {
 		return err
 	}
+	if f.maxDepth <= 0 || f.maxDepth > unwind.MaxMaxDepth {
+		return fmt.Errorf("--max-depth %d: must be between 1 and %d frames", f.maxDepth, unwind.MaxMaxDepth)
+	}
 	var err error
 	f.methods, err = f.unwinders.methods()
 	return err
@@ -69,7 +74,7 @@ func (f *stackFlags) check() error {
 // carry the subcommand's own settings (AsyncLines, CacheDir).
 func (f *stackFlags) resolveOptions(symbols resolve.SymbolOptions) resolve.Options {
 	symbols.NoInline, symbols.NoLines = f.noInline, f.noLines
-	return resolve.Options{Symbols: symbols, NoCFI: f.unwinders.noCFI, Unwinders: f.methods}
+	return resolve.Options{Symbols: symbols, NoCFI: f.unwinders.noCFI, Unwinders: f.methods, MaxDepth: f.maxDepth}
 }
 
 // exitCodesUsage ends a subcommand's usage with the page of docs/ that

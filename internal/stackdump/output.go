@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"stacktop/unwind"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -79,6 +80,9 @@ func appendStackEnd(b []byte, ts *ThreadStack) []byte {
 		if ts.Err != nil {
 			b = append(b, ": "...)
 			b = append(b, ts.Err.Error()...)
+			if errors.Is(ts.Err, unwind.ErrMaxDepth) {
+				b = append(b, "; --max-depth raises it"...)
+			}
 		}
 		return append(b, ")\n"...)
 	}
