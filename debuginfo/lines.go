@@ -51,8 +51,9 @@ type Lines struct {
 	// as safe for concurrent use) and guards names.
 	decodeMu sync.Mutex
 	names    map[dwarf.Offset]string
-	decoded  atomic.Int64 // units decoded so far
-	failed   atomic.Int64 // units (lines or call sites) that could not be read
+	scopes   map[scopeKey]unitScopes // qualify.go's index of each unit
+	decoded  atomic.Int64            // units decoded so far
+	failed   atomic.Int64            // units (lines or call sites) that could not be read
 
 	unitOffsOnce sync.Once
 	unitOffs     []dwarf.Offset // sorted unit offsets, for qualify.go
@@ -651,12 +652,12 @@ func (l *Lines) name(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, d
 	if n, ok := l.names[off]; ok {
 		return n
 	}
-	n := resolveName(off, dataAt)
+	n := l.resolveName(off, dataAt)
 	l.names[off] = n
 	return n
 }
 
-func resolveName(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, dwarf.Offset)) (name string) {
+func (l *Lines) resolveName(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, dwarf.Offset)) (name string) {
 	defer func() {
 		if recover() != nil {
 			name = ""
@@ -695,7 +696,7 @@ func resolveName(off dwarf.Offset, dataAt func(dwarf.Offset) (*dwarf.Data, dwarf
 		}
 		off = next
 	}
-	return qualify(plainData, plainCU, plainOff, plain) // qualify.go: C++ namespaces and classes
+	return l.qualify(plainData, plainCU, plainOff, plain) // qualify.go: C++ namespaces and classes
 }
 
 // mipsLinkageName is DW_AT_MIPS_linkage_name, which older GCCs and some

@@ -11,24 +11,119 @@ import (
 // classes declared there) carry only their own DW_AT_name: "step" where
 // gdb prints "(anonymous namespace)::Mixer<unsigned long>::step". The
 // enclosing namespaces and classes are the DIE's ancestors, which
-// debug/dwarf does not link; qualify finds them by descending from the
-// unit's first entry, skipping every subtree that ends before the DIE.
+// debug/dwarf does not link. So each unit's scopes are indexed once, at
+// the first name that needs them: one walk of the unit's tree that skips
+// every function body and records, for each function DIE outside
+// functions, the namespaces and classes around it. A name then costs a
+// map lookup. (Descending from the unit's first entry for every name, as
+// this file once did, walked the unit's top-level entries once per
+// function: quadratic on Go's runtime unit, 69% of a first dump's 12 s.)
 
-// maxQualifyDepth bounds the descent (DWARF trees are shallow; corrupt
-// input is not).
+// maxQualifyDepth bounds the nesting of scopes the index follows (DWARF
+// trees are shallow; corrupt input is not).
 const maxQualifyDepth = 64
+
+// scopeKey names one unit: the dwarf.Data that holds it (a lazily read
+// module has one per unit) and its entry's offset.
+type scopeKey struct {
+	d  *dwarf.Data
+	cu dwarf.Offset
+}
+
+// unitScopes is a unit's index: the scope prefix ("a::b", "" at the top)
+// of each function DIE that no function encloses.
+type unitScopes map[dwarf.Offset]string
 
 // qualify returns name, the DW_AT_name of the DIE at off, prefixed with
 // the names of the namespaces, classes, structures and unions around it;
 // d holds the DIE and cu is the offset of its unit's entry. A DIE inside a
 // function (a local class, a lambda's members: gdb's "{lambda()#1}" has
 // no DWARF name) or an unnamed class keeps its plain name, as does one in
-// a unit Lines does not index (d nil).
-func qualify(d *dwarf.Data, cu, off dwarf.Offset, name string) string {
+// a unit Lines does not index (d nil). Called with l.decodeMu held.
+func (l *Lines) qualify(d *dwarf.Data, cu, off dwarf.Offset, name string) string {
 	if name == "" || d == nil || qualified(name) {
 		return name
 	}
-	return qualifiedName(d, cu, off, name)
+	key := scopeKey{d, cu}
+	idx, ok := l.scopes[key]
+	if !ok {
+		idx = indexScopes(d, cu)
+		if l.scopes == nil {
+			l.scopes = map[scopeKey]unitScopes{}
+		}
+		l.scopes[key] = idx
+	}
+	if prefix := idx[off]; prefix != "" {
+		return prefix + "::" + name
+	}
+	return name
+}
+
+// indexScopes walks the unit at cu once (see the top of this file). A
+// unit in a language without scopes (C, assembly, Go: its names carry
+// their package) or one that cannot be read gets an empty index.
+func indexScopes(d *dwarf.Data, cu dwarf.Offset) (idx unitScopes) {
+	defer func() {
+		if recover() != nil {
+			idx = nil // corrupt input: plain names
+		}
+	}()
+	r := d.Reader()
+	r.Seek(cu)
+	e, err := r.Next()
+	if err != nil || e == nil || e.Offset != cu || !e.Children {
+		return nil
+	}
+	if lang, ok := e.Val(dwarf.AttrLanguage).(int64); ok && scopeless(lang) {
+		return nil
+	}
+	idx = unitScopes{}
+	prefixes := []string{""} // the open scopes' prefixes, innermost last
+	for len(prefixes) > 0 {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			prefixes = prefixes[:len(prefixes)-1]
+			continue
+		}
+		prefix := prefixes[len(prefixes)-1]
+		if e.Tag == dwarf.TagSubprogram && prefix != "" {
+			idx[e.Offset] = prefix
+		}
+		if !e.Children {
+			continue
+		}
+		if scope, ok := scopeName(e); ok && len(prefixes) < maxQualifyDepth {
+			if prefix != "" {
+				scope = prefix + "::" + scope
+			}
+			prefixes = append(prefixes, scope)
+			continue
+		}
+		// A function, an unnamed class or anything else: what it holds
+		// keeps its plain name.
+		r.SkipChildren()
+	}
+	return idx
+}
+
+// scopeName is the name a namespace, class, structure or union gives the
+// names inside it, as gdb prints it; false for any other DIE and for an
+// unnamed class.
+func scopeName(e *dwarf.Entry) (string, bool) {
+	n, _ := e.Val(dwarf.AttrName).(string)
+	switch e.Tag {
+	case dwarf.TagNamespace:
+		if n == "" {
+			n = "(anonymous namespace)"
+		}
+		return n, true
+	case dwarf.TagClassType, dwarf.TagStructType, dwarf.TagUnionType:
+		return gdbTypeNames.Replace(n), n != ""
+	}
+	return "", false
 }
 
 // unitOf is the offset of the indexed unit that holds the DIE at off: the
@@ -51,82 +146,14 @@ func (l *Lines) unitOf(off dwarf.Offset) (dwarf.Offset, bool) {
 	return l.unitOffs[i], true
 }
 
-// qualifiedName descends from the unit at cu to the DIE at off.
-func qualifiedName(d *dwarf.Data, cu, off dwarf.Offset, name string) (out string) {
-	defer func() {
-		if recover() != nil {
-			out = name
-		}
-	}()
-	r := d.Reader()
-	r.Seek(cu)
-	e, err := r.Next()
-	if err != nil || e == nil || e.Offset != cu || !e.Children {
-		return name
-	}
-	if lang, ok := e.Val(dwarf.AttrLanguage).(int64); ok && scopeless(lang) {
-		// C has no namespaces or classes: a C unit's names stand as
-		// they are, and the descent (a walk over the unit's top-level
-		// DIEs, for each of its functions) is skipped.
-		return name
-	}
-	var parts []string
-	for depth := 0; depth < maxQualifyDepth; depth++ {
-		// Among the children of the current entry, the last one starting
-		// at or before off holds it.
-		var holder *dwarf.Entry
-		for {
-			c, err := r.Next()
-			if err != nil {
-				return name
-			}
-			if c == nil || c.Tag == 0 || c.Offset > off {
-				break
-			}
-			if c.Offset == off {
-				if len(parts) == 0 {
-					return name
-				}
-				return strings.Join(parts, "::") + "::" + name
-			}
-			holder = c
-			if c.Children {
-				r.SkipChildren()
-			}
-		}
-		if holder == nil || !holder.Children {
-			return name
-		}
-		switch holder.Tag {
-		case dwarf.TagNamespace:
-			n, _ := holder.Val(dwarf.AttrName).(string)
-			if n == "" {
-				n = "(anonymous namespace)"
-			}
-			parts = append(parts, n)
-		case dwarf.TagClassType, dwarf.TagStructType, dwarf.TagUnionType:
-			n, _ := holder.Val(dwarf.AttrName).(string)
-			if n == "" {
-				return name
-			}
-			parts = append(parts, gdbTypeNames.Replace(n))
-		default:
-			return name // inside a function or anything else: no C++ scope
-		}
-		r.Seek(holder.Offset)
-		if _, err := r.Next(); err != nil {
-			return name
-		}
-	}
-	return name
-}
-
 // scopeless reports whether units in the DWARF language lang (a DW_LANG_
 // code) can have no namespace or class around a function: C in its
-// editions, and assembly. Any other language, known or not, is descended.
+// editions, assembly, and Go. Any other language, known or not, is
+// indexed.
 func scopeless(lang int64) bool {
 	switch lang {
 	case 0x0001, 0x0002, 0x000c, 0x001d, 0x002c, // DW_LANG_C89, C, C99, C11, C17
+		0x0016, // DW_LANG_Go: names carry their package ("runtime.futex")
 		0x8001: // DW_LANG_Mips_Assembler, which GCC writes for .S files
 		return true
 	}
