@@ -86,7 +86,7 @@ func TestS390XAgainstReadelf(t *testing.T) {
 		}
 	}
 	bin := filepath.Join(t.TempDir(), "tailcall-s390x")
-	if out, err := exec.Command("s390x-linux-gnu-gcc", "-O2", "-static", "-pthread", "-o", bin, "../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("s390x-linux-gnu-gcc", "-O2", "-static", "-pthread", "-o", bin, "../testdata/targets/tailcall.c", "../testdata/targets/tailcall_lib.c").CombinedOutput(); err != nil {
 		t.Skipf("s390x-linux-gnu-gcc: %v\n%s", err, out) // no cross libc
 	}
 	f, err := elf.Open(bin)

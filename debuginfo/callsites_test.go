@@ -19,7 +19,7 @@ func buildTailcall(t testing.TB, flags ...string) string {
 		t.Skip("gcc not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "tailcall")
-	args := append([]string{"-O2", "-pthread", "-o", bin, "../testdata/targets/tailcall.c"}, flags...)
+	args := append([]string{"-O2", "-pthread", "-o", bin, "../testdata/targets/tailcall.c", "../testdata/targets/tailcall_lib.c"}, flags...)
 	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %v: %v\n%s", args, err, out)
 	}

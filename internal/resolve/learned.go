@@ -286,7 +286,7 @@ func unmarshalLearned(b []byte) (*learnedNames, error) {
 // learnedVersion is the version of learnedNames' binary form and of the
 // rules that decide what is learned; with debuginfo.AnswersVersion it is
 // part of the cache key.
-const learnedVersion = 1
+const learnedVersion = 2 // 2: tail chains through the PLT into another module are not learned
 
 // frame returns the source frames an earlier run found at vaddr (nil ln:
 // none).

@@ -246,7 +246,7 @@ func tailCallTarget(t *testing.T) *targets.Target {
 		t.Skip("gcc not installed")
 	}
 	bin := filepath.Join(t.TempDir(), "tailcall")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../../testdata/targets/tailcall.c").CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O2", "-g", "-pthread", "-o", bin, "../../testdata/targets/tailcall.c", "../../testdata/targets/tailcall_lib.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
 	return startReady(t, bin)

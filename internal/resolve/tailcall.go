@@ -231,8 +231,8 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 	mc.mu.Lock()
 	chain, cached := mc.chains[key]
 	mc.mu.Unlock()
+	ready = true // now: whether the names this answer needs are read
 	if !cached {
-		ready := true
 		isCallee := func(entry uint64, name string) bool {
 			if entry != 0 {
 				return cem.Module == em.Module && entry == sym.Start
@@ -268,13 +268,72 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 			mc.chains[key] = chain
 			mc.mu.Unlock()
 		}
-		if ready && learnable && !cms.unsure.Load() {
-			// (The callee's module's names decided it too: short ones,
-			// after a failed read, make it unsure.)
-			ms.learnChain(learn, chain)
+	}
+	if len(chain) == 0 && cem.Module != em.Module && site.Target == 0 && site.TargetName != "" {
+		// The call went to another module, through the PLT: the tail
+		// calls after it are in that module's call sites. Neither
+		// cached nor learned as this module's answer (its addresses are
+		// the other module's), so it is asked again at each stack.
+		cross, crossReady := s.crossModuleChain(r, cem.Module, sym.Start, site.TargetName, opt)
+		switch {
+		case len(cross) > 0:
+			return s.appendChain(out, r, cem.Bias, caller, cross, opt, pending)
+		case !crossReady:
+			*pending = true
+			return out
 		}
 	}
+	if !cached && ready && learnable && !cms.unsure.Load() {
+		// (The callee's module's names decided it too: short ones,
+		// after a failed read, make it unsure.)
+		ms.learnChain(learn, chain)
+	}
 	return s.appendChain(out, r, em.Bias, caller, chain, opt, pending)
+}
+
+// crossModuleChain finds the tail calls between a function called through
+// the PLT, named target in the caller's call site, and the callee at entry
+// calleeStart, both in module m: the call's target is looked up in m's
+// symbols (sem_wait is libc's __new_sem_wait), and the chain from it to
+// the callee in m's call sites (__new_sem_wait jumps to
+// __new_sem_wait_slow64). The chain's addresses are m's. ready is false
+// while m's names or call sites are still loading (AsyncLines).
+func (s *symbolizer) crossModuleChain(r *Resolver, m *modules.Module, calleeStart uint64, target string, opt SymbolOptions) (chain []debuginfo.TailCallFrame, ready bool) {
+	first, loaded := s.symbolValue(r, m, target, opt.AsyncLines)
+	if !loaded {
+		return nil, false
+	}
+	if first == 0 || first == calleeStart {
+		return nil, true // not m's, or a direct call of the callee
+	}
+	cs, sitesReady := s.callSites(r, m, opt)
+	if !sitesReady {
+		return nil, false
+	}
+	if cs == nil {
+		return nil, true
+	}
+	ready = true
+	value := func(name string) uint64 {
+		v, loaded := s.symbolValue(r, m, name, opt.AsyncLines)
+		ready = ready && loaded
+		return v
+	}
+	isCallee := func(entry uint64, name string) bool {
+		if entry == 0 && name != "" {
+			entry = value(name)
+		}
+		return entry == calleeStart
+	}
+	site := debuginfo.CallSite{Target: first}
+	if opt.AsyncLines {
+		var sitesReady bool
+		chain, sitesReady = cs.TailChainNoWait(site, value, isCallee)
+		ready = ready && sitesReady
+	} else {
+		chain = cs.TailChain(site, value, isCallee)
+	}
+	return chain, ready
 }
 
 // appendChain appends the frames of a tail-call chain found between a

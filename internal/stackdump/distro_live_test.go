@@ -210,12 +210,25 @@ outer()
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A thread blocked in threading.Lock().acquire(): PyThread_acquire_lock_timed
+	// calls sem_wait through the PLT, and libc's sem_wait ends in a jump
+	// (tail-call frames where the call sites are known).
+	lock := filepath.Join(t.TempDir(), "lock.py")
+	if err := os.WriteFile(lock, []byte(`import threading
+l = threading.Lock()
+l.acquire()
+print("ready", flush=True)
+l.acquire()
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name string
 		argv []string
 		exe  string // basename of /proc/PID/exe once the program runs
 	}{
 		{"python3", []string{"python3", script}, "python3"},
+		{"python3-lock", []string{"python3", lock}, "python3"},
 		{"sleep", []string{"sleep", "100000"}, "sleep"},
 		{"gzip", []string{"sh", "-c", "exec gzip -6 -c </dev/zero >/dev/null"}, "gzip"},
 	}
@@ -226,7 +239,7 @@ outer()
 			}
 			tg := targets.StartCommand(t, c.argv...)
 			waitExe(t, tg, c.exe)
-			if c.name == "python3" {
+			if strings.HasPrefix(c.name, "python3") {
 				select {
 				case <-tg.Ready():
 				case <-time.After(targets.ReadyTimeout):
@@ -509,6 +522,12 @@ func sameFunction(got, want string) bool {
 	return g == w || strings.HasSuffix(w, "::"+g) || strings.HasSuffix(g, "::"+w)
 }
 
+// glibcAliases are versioned glibc functions whose public symbol gdb
+// names by the implementation's DWARF name: the same address.
+var glibcAliases = map[string]string{
+	"__new_sem_wait": "sem_wait",
+}
+
 func canonicalName(s string) string {
 	if i := strings.IndexByte(s, '@'); i > 0 {
 		s = s[:i]
@@ -517,7 +536,17 @@ func canonicalName(s string) string {
 		s = s[:i]
 	}
 	s = strings.TrimSuffix(s, ".abi0")
+	// A compiler's clone (do_futex_wait.constprop.0) has an ELF symbol
+	// of its own; gdb names it by its DWARF origin (do_futex_wait).
+	for _, clone := range []string{".constprop.", ".isra.", ".part."} {
+		if i := strings.Index(s, clone); i > 0 {
+			s = s[:i]
+		}
+	}
 	s = strings.TrimSuffix(s, "_impl") // __libc_start_main_impl is __libc_start_main@@GLIBC_2.34
+	if alias, ok := glibcAliases[s]; ok {
+		s = alias
+	}
 	s = strings.TrimPrefix(s, "__GI_")
 	s = strings.TrimPrefix(s, "__vdso_") // the vDSO exports both names
 	s = strings.TrimLeft(s, "_")

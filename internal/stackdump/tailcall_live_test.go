@@ -13,14 +13,21 @@ import (
 )
 
 // buildTailcall compiles testdata/targets/tailcall.c -O2 -g with the
-// host's gcc: with frame pointers, or with SFrame (gas --gsframe).
+// host's gcc: with frame pointers, or with SFrame (gas --gsframe), linked
+// to libtailcall.so (tailcall_lib.c, -O2 -g) beside it.
 func buildTailcall(t *testing.T, variant string) string {
 	t.Helper()
 	if _, err := exec.LookPath("gcc"); err != nil {
 		t.Skip("gcc not installed")
 	}
-	out := filepath.Join(t.TempDir(), "tailcall-"+variant)
-	args := []string{"-O2", "-g", "-pthread", "-o", out, "../../testdata/targets/tailcall.c"}
+	dir := t.TempDir()
+	lib := []string{"-O2", "-g", "-shared", "-fPIC", "-o", filepath.Join(dir, "libtailcall.so"), "../../testdata/targets/tailcall_lib.c"}
+	if b, err := exec.Command("gcc", lib...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", lib, err, b)
+	}
+	out := filepath.Join(dir, "tailcall-"+variant)
+	args := []string{"-O2", "-g", "-pthread", "-o", out, "../../testdata/targets/tailcall.c",
+		"-L" + dir, "-ltailcall", "-Wl,-rpath," + dir}
 	if variant == "fp" {
 		args = append(args, "-fno-omit-frame-pointer")
 	} else {
@@ -36,9 +43,10 @@ func buildTailcall(t *testing.T, variant string) string {
 }
 
 // TestTailCallFramesMatchGDB: on -O2 builds whose functions end in jumps
-// (two chained tail calls, a one-line wrapper jumping to libc's pause, and
+// (two chained tail calls, a one-line wrapper jumping to libc's pause,
 // pthread_cond_wait, which jumps inside libc when libc6-dbg gives its
-// call sites), every thread's frames equal gdb's, thread for thread,
+// call sites, and a shared object's function called through the PLT that
+// jumps inside its object), every thread's frames equal gdb's, thread for thread,
 // tail-call frames included: stacktop rebuilds them from the same DWARF
 // call-site records, with method "tailcall". --no-lines turns them off.
 func TestTailCallFramesMatchGDB(t *testing.T) {
@@ -83,7 +91,7 @@ func TestTailCallFramesMatchGDB(t *testing.T) {
 					t.Errorf("thread %d: stacktop has %d frames, gdb %d", ts.TID, len(ts.Frames), n)
 				}
 			}
-			for _, fn := range []string{"jump1", "jump2", "wait_pause"} {
+			for _, fn := range []string{"jump1", "jump2", "wait_pause", "lib_wait"} {
 				if !tails[fn] {
 					t.Errorf("no tail-call frame for %s (got %v)", fn, tails)
 				}

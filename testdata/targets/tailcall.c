@@ -2,11 +2,16 @@
  * tailcall: threads whose stacks lose functions to tail calls, for the
  * tail-call frames stacktop rebuilds from DWARF call sites as gdb does.
  * Built -O2 -g by stackdump/tailcall_live_test.go (with frame pointers,
- * and with SFrame), not by scripts/build-targets.sh.
+ * and with SFrame) against libtailcall.so (tailcall_lib.c), not by
+ * scripts/build-targets.sh; other tests link tailcall_lib.c into the
+ * program (then lib_wait is no PLT call).
  *
  *   spin      spin_here <- jump1 (tail call) <- jump2 (tail call) <- spin_caller <- spin_thread
  *   pause     pause (libc) <- wait_pause (tail call) <- pause_thread
  *   condwait  pthread_cond_wait (libc: a tail call inside with libc6-dbg) <- cond_thread
+ *   libwait   pause (libc) <- lib_block <- lib_wait (tail call, in
+ *             libtailcall.so: tailcall_lib.c) <- lib_thread: a call through
+ *             the PLT whose tail call is in the other object's call sites
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -51,6 +56,16 @@ static void *pause_thread(void *arg)
 	return NULL;
 }
 
+void lib_wait(void); /* tailcall_lib.c */
+
+static void *lib_thread(void *arg)
+{
+	(void)arg;
+	lib_wait();
+	sink++; /* a real call above, through the PLT */
+	return NULL;
+}
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t never = PTHREAD_COND_INITIALIZER;
 
@@ -68,7 +83,10 @@ int main(void)
 	pthread_t t;
 	if (pthread_create(&t, NULL, spin_thread, (void *)1L) ||
 	    pthread_create(&t, NULL, pause_thread, NULL) ||
-	    pthread_create(&t, NULL, cond_thread, NULL))
+	    pthread_create(&t, NULL, lib_thread, NULL))
+		return 1;
+	pthread_setname_np(t, "libwait");
+	if (pthread_create(&t, NULL, cond_thread, NULL))
 		return 1;
 	pthread_setname_np(t, "condwait");
 	printf("ready\n");
