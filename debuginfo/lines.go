@@ -152,6 +152,21 @@ func NewLinesCached(f *elf.File, c *Cache) (l *Lines, err error) {
 // about 0.2 s through f.DWARF()). Old GNU .zdebug_* sections go through
 // f.DWARF(), which knows their framing.
 func loadDWARF(f *elf.File) (*dwarf.Data, error) {
+	return loadDWARFSections(f, true)
+}
+
+// LoadDWARFTypes is f's DWARF for reading its entries only (types, their
+// members), without the line tables and ranges: what a reader of a Go
+// program's runtime types needs (internal/gort), for a fraction of the
+// decompression f.DWARF() does.
+func LoadDWARFTypes(f *elf.File) (*dwarf.Data, error) {
+	if f.Section(".debug_info") == nil && f.Section(".zdebug_info") == nil {
+		return nil, errors.New("no .debug_info")
+	}
+	return loadDWARFSections(f, false)
+}
+
+func loadDWARFSections(f *elf.File, lines bool) (*dwarf.Data, error) {
 	if f.Section(".zdebug_info") != nil {
 		return f.DWARF()
 	}
@@ -163,6 +178,9 @@ func loadDWARF(f *elf.File) (*dwarf.Data, error) {
 	for i, name := range names {
 		sec := f.Section(name)
 		if sec == nil || sec.Type == elf.SHT_NOBITS {
+			continue
+		}
+		if !lines && (name == ".debug_line" || name == ".debug_ranges" || name == ".debug_rnglists") {
 			continue
 		}
 		wg.Add(1)

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"stacktop/debuginfo"
 	"strings"
 
 	"stacktop/regs"
@@ -142,7 +143,9 @@ func Load(f *elf.File) (l *Layout, err error) {
 			return nil, err
 		}
 	}
-	d, err := f.DWARF()
+	// Only the entries are read: decompressing the line tables too
+	// (f.DWARF()) was most of a Go program's first dump.
+	d, err := debuginfo.LoadDWARFTypes(f)
 	if err != nil {
 		return nil, fmt.Errorf("gort: %w: %v", ErrNoDWARF, err)
 	}
