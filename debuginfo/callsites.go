@@ -206,6 +206,13 @@ func (c *CallSites) scan(r *dwarf.Reader, readerAt func(dwarf.Offset) *dwarf.Rea
 		switch e.Tag {
 		case dwarf.TagCompileUnit, dwarf.TagPartialUnit:
 			stack = stack[:0]
+			if lang, ok := e.Val(dwarf.AttrLanguage).(int64); ok && lang == langGo && e.Children {
+				// Go's compiler writes no call sites: its units (the
+				// runtime's alone is most of a Go program's DWARF) are
+				// skipped whole.
+				r.SkipChildren()
+				continue
+			}
 		case dwarf.TagSubprogram:
 			if lo, ok := e.Val(dwarf.AttrLowpc).(uint64); ok {
 				if e.Children {
@@ -255,6 +262,9 @@ func (c *CallSites) scan(r *dwarf.Reader, readerAt func(dwarf.Offset) *dwarf.Rea
 	}
 	return nil
 }
+
+// langGo is DW_LANG_Go.
+const langGo = 0x0016
 
 func (c *CallSites) add(s CallSite) {
 	c.byReturn[s.ReturnPC] = s

@@ -153,7 +153,7 @@ func (l *Lines) unitOf(off dwarf.Offset) (dwarf.Offset, bool) {
 func scopeless(lang int64) bool {
 	switch lang {
 	case 0x0001, 0x0002, 0x000c, 0x001d, 0x002c, // DW_LANG_C89, C, C99, C11, C17
-		0x0016, // DW_LANG_Go: names carry their package ("runtime.futex")
+		langGo, // names carry their package ("runtime.futex")
 		0x8001: // DW_LANG_Mips_Assembler, which GCC writes for .S files
 		return true
 	}

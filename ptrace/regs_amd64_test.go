@@ -12,6 +12,10 @@ func TestSyscallStopAMD64(t *testing.T) {
 		erestartsys   = -512
 		erestartblock = -516
 	)
+	const (
+		futexWaitPrivate = 0x80 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+		futexWakePrivate = 0x81 // FUTEX_WAKE | FUTEX_PRIVATE_FLAG
+	)
 	neg := func(v int64) uint64 { return uint64(v) }
 	for _, c := range []struct {
 		name           string
@@ -23,8 +27,8 @@ func TestSyscallStopAMD64(t *testing.T) {
 		{"read interrupted", prstatus{Orig_rax: 0, Rax: neg(erestartsys)}, true, false},
 		{"epoll_wait EINTR", prstatus{Orig_rax: 232, Rax: neg(eintr), R10: 100}, true, false},
 		{"nanosleep returned", prstatus{Orig_rax: 35}, true, false},
-		{"futex wait returned", prstatus{Orig_rax: 202, Rsi: 0x80 | 0}, true, false},
-		{"futex wake", prstatus{Orig_rax: 202, Rsi: 0x80 | 1, Rax: 1}, false, true},
+		{"futex wait returned", prstatus{Orig_rax: 202, Rsi: futexWaitPrivate}, true, false},
+		{"futex wake", prstatus{Orig_rax: 202, Rsi: futexWakePrivate, Rax: 1}, false, true},
 		{"epoll_wait with a timeout", prstatus{Orig_rax: 232, R10: neg(-1), Rax: 1}, true, false},
 		{"epoll_wait polling", prstatus{Orig_rax: 232, R10: 0, Rax: 3}, false, true},
 		{"poll polling", prstatus{Orig_rax: 7, Rdx: 0}, false, true},
