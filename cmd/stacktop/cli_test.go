@@ -97,7 +97,8 @@ func checkAttachFailure(t *testing.T, r result, phrases ...string) {
 
 func TestUsage(t *testing.T) {
 	for _, args := range [][]string{{}, {"nonsense"}, {"dump"}, {"dump", "-p", "x"}, {"dump", "-p", "1", "extra"},
-		{"dump", "x"}, {"dump", "0"}, {"dump", "1", "extra"}, {"dump", "-p", "1", "2"}, {"dump", "1", "-p", "2"}, {"sframe"}} {
+		{"dump", "x"}, {"dump", "0"}, {"dump", "1", "extra"}, {"dump", "-p", "1", "2"}, {"dump", "1", "-p", "2"}, {"sframe"},
+		{"dump", "-p", "0x10"}, {"dump", "0x10"}, {"dump", "-p", "+1"}, {"record", "-p", "0x10"}} {
 		if r := stacktop(t, args...); r.code != exitUsage {
 			t.Errorf("stacktop %v: exit %d, want %d", args, r.code, exitUsage)
 		}

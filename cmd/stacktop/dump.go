@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 
 	"stacktop/internal/idlist"
 	"stacktop/internal/resolve"
@@ -30,7 +29,9 @@ func runDump(args []string) int {
 	// First of all: until then the target's busy threads share the CPUs
 	// with ours as equals (a usage error is no worse for it).
 	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	pid := fs.Int("p", 0, "process to dump (required)")
+	var pidFlag idlist.PID
+	fs.Var(&pidFlag, "p", "process to dump (required)")
+	pid := (*int)(&pidFlag)
 	var f stackFlags
 	f.register(fs, "dump")
 	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
@@ -50,8 +51,8 @@ func runDump(args []string) int {
 	// "stacktop dump PID", as pstack and eu-stack users type it; flags
 	// may follow the PID.
 	if *pid == 0 && fs.NArg() > 0 {
-		n, err := strconv.Atoi(fs.Arg(0))
-		if err != nil || n <= 0 {
+		n, err := idlist.ParseID(fs.Arg(0))
+		if err != nil {
 			return reportUsage(fs, fmt.Errorf("%q is not a process ID", fs.Arg(0)))
 		}
 		*pid = n

@@ -24,6 +24,9 @@ const (
 	// maxRate is the highest --rate: a tick every 100 µs, already shorter
 	// than one thread's stop-copy-resume on most machines.
 	maxRate = 10000
+	// minRate is the lowest --rate: a sample a second. Below it a
+	// recording of any useful length holds no sample at all.
+	minRate = 1
 	// maxStackWindowCeiling caps --stack-window when RLIMIT_STACK's hard
 	// limit is unlimited: no stack the kernel grows for a main thread is
 	// allowed larger than that limit, and a copy this large per stopped

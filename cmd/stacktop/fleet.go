@@ -67,6 +67,11 @@ func (f *fleetFlags) check() error {
 	if f.pyroscope != "" && !strings.HasPrefix(f.pyroscope, "http://") && !strings.HasPrefix(f.pyroscope, "https://") {
 		return fmt.Errorf("--pyroscope wants an http:// or https:// URL, got %q", f.pyroscope)
 	}
+	if f.pyroscope != "" {
+		if err := otlp.CheckEndpoint(f.pyroscope); err != nil {
+			return fmt.Errorf("--pyroscope: %v", err)
+		}
+	}
 	return nil
 }
 

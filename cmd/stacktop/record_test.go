@@ -527,6 +527,13 @@ func TestRecordUsage(t *testing.T) {
 		{},
 		{"-p", "1", "--", "true"},
 		{"-p", "1", "--rate", "0"},
+		{"-p", "1", "--rate", "1e-300"},
+		{"-p", "1", "--rate", "0.5"},
+		{"-p", "1", "--otlp", "http://"},
+		{"-p", "1", "--otlp", "localhost"},
+		{"-p", "1", "--otlp", "localhost:99999"},
+		{"-p", "1", "--pyroscope", "http://:4040"},
+		{"-p", "1", "--pyroscope", "http://[::1"},
 		{"-p", "1", "--format", "nope"},
 		{"-p", "1", "--tid", "x"},
 	} {

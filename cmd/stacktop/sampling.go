@@ -54,7 +54,12 @@ func (f *samplingFlags) check(cmdArgs []string) error {
 		perfErr = fmt.Errorf("--stack-window %d: the perf back end copies a multiple of 8 bytes, at most %d (a sample record is at most 64 KiB)",
 			f.stackWindow, perfevent.MaxWindow(regs.Host()))
 	}
-	return checkFlags(checkFloat("rate", f.rate, maxRate), f.stackFlags.check(), perfErr)
+	rateErr := checkFloat("rate", f.rate, maxRate)
+	if rateErr == nil && f.rate < minRate {
+		// --rate 1e-300 sampled nothing and exited 0.
+		rateErr = fmt.Errorf("--rate %g: below %d Hz; give a rate in [%d, %d]", f.rate, minRate, minRate, maxRate)
+	}
+	return checkFlags(rateErr, f.stackFlags.check(), perfErr)
 }
 
 // sessionOptions are the options of a periodic recording: line tables

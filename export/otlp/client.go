@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -117,6 +118,9 @@ func ConfigFromEnv(flagEndpoint, flagProtocol string, getenv func(string) string
 		for hk, hv := range h {
 			cfg.Headers[hk] = hv
 		}
+	}
+	if err := CheckEndpoint(cfg.Endpoint); err != nil {
+		return cfg, false, err
 	}
 	if ms := first("OTEL_EXPORTER_OTLP_PROFILES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"); ms != "" {
 		n, err := strconv.Atoi(ms)
@@ -331,4 +335,35 @@ func ServerText(text string, max int) string {
 		}
 	}
 	return strconv.Quote(text)
+}
+
+// CheckEndpoint refuses an endpoint no upload could reach, at start-up
+// rather than at the first upload: a URL must parse, with scheme http or
+// https and a host; without a scheme it must be host:port.
+func CheckEndpoint(endpoint string) error {
+	if strings.Contains(endpoint, "://") {
+		u, err := url.Parse(endpoint)
+		switch {
+		case err != nil:
+			return fmt.Errorf("endpoint %q: %v", endpoint, err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			return fmt.Errorf("endpoint %q: the scheme must be http or https", endpoint)
+		case u.Hostname() == "":
+			return fmt.Errorf("endpoint %q: no host", endpoint)
+		}
+		if p := u.Port(); p != "" {
+			if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+				return fmt.Errorf("endpoint %q: bad port %q", endpoint, p)
+			}
+		}
+		return nil
+	}
+	host, port, err := net.SplitHostPort(endpoint)
+	if err != nil || host == "" {
+		return fmt.Errorf("endpoint %q: want host:port or an http(s) URL", endpoint)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
+		return fmt.Errorf("endpoint %q: bad port %q", endpoint, port)
+	}
+	return nil
 }

@@ -40,10 +40,46 @@ func Parse(s string) ([]int, error) {
 	return l, err
 }
 
+// PID is a flag.Value for a single process ID (dump's -p).
+type PID int
+
+func (p *PID) String() string { return strconv.Itoa(int(*p)) }
+
+func (p *PID) Set(s string) error {
+	id, err := ParseID(s)
+	if err != nil {
+		return fmt.Errorf("bad process id %q (give one ID in [1, %d])", s, MaxID)
+	}
+	*p = PID(id)
+	return nil
+}
+
+// ParseID parses one process or thread ID as /proc names them: decimal
+// digits only, in [1, MaxID]. strconv's base 0 would read "010" as 8 and
+// "0x10" as 16, and dump (or freeze) another process than the one meant;
+// here "010" is 10, and a sign, a base prefix or anything else is an
+// error.
+func ParseID(s string) (int, error) {
+	if s == "" || len(s) > 8 {
+		return 0, strconv.ErrSyntax
+	}
+	id := 0
+	for _, c := range []byte(s) {
+		if c < '0' || c > '9' {
+			return 0, strconv.ErrSyntax
+		}
+		id = id*10 + int(c-'0')
+	}
+	if id <= 0 || id > MaxID {
+		return 0, strconv.ErrRange
+	}
+	return id, nil
+}
+
 func add(l *[]int, s, what string) error {
 	for _, f := range strings.Split(s, ",") {
-		id, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || id <= 0 || id > MaxID {
+		id, err := ParseID(strings.TrimSpace(f))
+		if err != nil {
 			return fmt.Errorf("bad %s id %q (give IDs in [1, %d], separated by commas)", what, f, MaxID)
 		}
 		if slices.Contains(*l, id) {

@@ -24,6 +24,9 @@ func TestLists(t *testing.T) {
 		{[]string{"--tid", "0"}, nil, `bad thread id "0"`},
 		{[]string{"--tid", "4194305"}, nil, `bad thread id "4194305"`},
 		{[]string{"--tid", "1,"}, nil, `bad thread id ""`},
+		{[]string{"--tid", "0x10"}, nil, `bad thread id "0x10"`},
+		{[]string{"--tid", "+5"}, nil, `bad thread id "+5"`},
+		{[]string{"--tid", "010"}, []int{10}, ""},
 	} {
 		var l TIDs
 		fs := flag.NewFlagSet("t", flag.ContinueOnError)
@@ -49,6 +52,24 @@ func TestLists(t *testing.T) {
 	}
 	if err := p.Set("4"); err == nil || !strings.Contains(err.Error(), "process 4 given twice") {
 		t.Errorf("PIDs twice: %v", err)
+	}
+}
+
+// A single PID (dump's -p) is decimal: "010" is 10, not octal 8, and a
+// base prefix or a sign is refused (they dumped, or froze, another
+// process than the one meant).
+func TestPID(t *testing.T) {
+	for s, want := range map[string]int{"8": 8, "010": 10, "4194304": MaxID} {
+		var p PID
+		if err := p.Set(s); err != nil || int(p) != want {
+			t.Errorf("PID %q: %d, %v; want %d", s, p, err, want)
+		}
+	}
+	for _, s := range []string{"0x10", "0o10", "+8", "-8", " 8", "8 ", "0", "", "4194305", "99999999999", "1e3", "1_0"} {
+		var p PID
+		if err := p.Set(s); err == nil {
+			t.Errorf("PID %q accepted as %d", s, p)
+		}
 	}
 }
 
