@@ -76,8 +76,11 @@ func (c *crashBox) panicErr() *PanicError {
 // stopped Bubble Tea (for instance, no terminal to read keys from).
 //
 // Run never touches the target: the caller detaches after Run returns,
-// whatever it returned. Bubble Tea's own handler turns SIGTERM into a quit
-// while Run is running; SIGINT arrives as Ctrl-C in raw mode.
+// whatever it returned. Signals are the caller's: Bubble Tea's own handler
+// is off (it sent a quit into a loop that a cancelled ctx had stopped
+// reading, and its shutdown then waited for it: top hung after one
+// SIGTERM in 11 of 30 tries), so a SIGTERM or SIGINT ends Run through ctx.
+// Ctrl-C on the terminal arrives as a key in raw mode.
 func Run(ctx context.Context, src Source, opt Options) (err error) {
 	out := opt.Output
 	if out == nil {
@@ -92,7 +95,7 @@ func Run(ctx context.Context, src Source, opt Options) (err error) {
 	go watchHangup(ctx, []any{in, out}, func() { hungUp(ErrHangup) })
 
 	m := newModel(src, opt, termenv.NewOutput(out).EnvColorProfile())
-	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out)}
+	popts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithAltScreen(), tea.WithOutput(out), tea.WithoutSignalHandler()}
 	if opt.Input != nil {
 		popts = append(popts, tea.WithInput(opt.Input))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strings"
@@ -144,4 +145,52 @@ func TestTopTerminalHangup(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTopSignals sends SIGTERM or SIGINT to `stacktop top` at a random
+// moment, 50 times (while it starts, attaches, draws, samples): it must
+// exit, the target untraced, every time. One signal path: stacktop's own
+// handler ends the UI through its context (Bubble Tea's handler, which
+// raced it, is off); a hang here was 11 runs in 30.
+func TestTopSignals(t *testing.T) {
+	needRoot(t)
+	tg := targets.Start(t, "split-sframe3")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	for i := range 50 {
+		sig := syscall.SIGTERM
+		if i%2 == 1 {
+			sig = syscall.SIGINT
+		}
+		master, slave := openPTY(t)
+		cmd := exec.Command(stacktopBin, "top", "-p", fmt.Sprint(tg.PID()), "--rate", "99")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		slave.Close()
+		var screen screenLog
+		go screen.drain(master)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		delay := time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
+		time.Sleep(delay)
+		cmd.Process.Signal(sig)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			master.Close()
+			s := screen.String()
+			t.Fatalf("run %d: stacktop top still running 15 s after %v sent %v into it; screen ends:\n%q", i, sig, delay, s[max(0, len(s)-300):])
+		}
+		master.Close()
+		// The target is let go at once: a tracer that exited cannot hold it.
+		if tr := tracedBy(tg.PID()); tr != 0 {
+			t.Errorf("run %d: target still traced by %d after top exited", i, tr)
+		}
+	}
+	checkUntraced(t, tg.PID())
 }
