@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 
 	"stacktop/procmaps"
 
@@ -45,7 +46,11 @@ import (
 // file) and the link stays a link.
 //
 // A new file gets mode 0666 less the umask, as any file a shell
-// redirection creates; a replaced file keeps its mode.
+// redirection creates; a replaced file keeps its permissions and its owner
+// and group, but never a setuid or setgid bit (a root stacktop must not
+// leave a setuid file whose contents a target chose). A file owned by
+// another user is replaced only in a directory the caller owns, and only
+// if its owner can be kept (root); otherwise Create refuses it.
 //
 // The destination is checked before sampling starts, so an unwritable
 // path fails at once.
@@ -106,13 +111,40 @@ func Create(path string) (*File, error) {
 		return o, nil
 	}
 	var mode fs.FileMode = 0o666 // the kernel applies the umask
+	owner := -1                  // the replaced file's, to keep: -1 none
+	group := -1
 	if fi != nil {
-		mode = fi.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
+		mode = fi.Mode() & fs.ModePerm // no setuid, setgid or sticky bit
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if err := mayReplace(o.dest, int(st.Uid)); err != nil {
+				return nil, fmt.Errorf("output %s: %w", path, err)
+			}
+			owner, group = int(st.Uid), int(st.Gid)
+		}
 	}
-	if err := o.createTemp(mode, fi != nil); err != nil {
+	if err := o.createTemp(mode, fi != nil, owner, group); err != nil {
 		return nil, fmt.Errorf("output %s: %w", path, err)
 	}
 	return o, nil
+}
+
+// mayReplace refuses to replace dest, owned by uid, when the caller does
+// not own it and does not own its directory either: a root stacktop asked
+// to write over another user's file in that user's directory would
+// otherwise put a root-owned file of its choosing there.
+func mayReplace(dest string, uid int) error {
+	me := os.Geteuid()
+	if uid == me {
+		return nil
+	}
+	var dir syscall.Stat_t
+	if err := syscall.Stat(filepath.Dir(dest), &dir); err != nil {
+		return err
+	}
+	if int(dir.Uid) != me {
+		return fmt.Errorf("owned by uid %d, in a directory owned by uid %d: stacktop does not replace another user's file; remove it or write elsewhere", uid, dir.Uid)
+	}
+	return nil
 }
 
 // resolveDangling returns the path a dangling symlink points to (relative
@@ -133,8 +165,10 @@ func resolveDangling(path string) (string, error) {
 
 // createTemp opens the temporary file in dest's directory: unnamed where
 // the filesystem allows, named otherwise. keepMode says mode is an
-// existing file's, set exactly (not subject to the umask).
-func (o *File) createTemp(mode fs.FileMode, keepMode bool) error {
+// existing file's, set exactly (not subject to the umask); owner and group
+// (-1: none) are the existing file's, given to the new one when they are
+// not the caller's.
+func (o *File) createTemp(mode fs.FileMode, keepMode bool, owner, group int) error {
 	dir := filepath.Dir(o.dest)
 	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(mode.Perm()))
 	if err == nil {
@@ -150,6 +184,18 @@ func (o *File) createTemp(mode fs.FileMode, keepMode bool) error {
 		trackTemp(name)
 	} else {
 		return err
+	}
+	switch {
+	case owner >= 0 && owner != os.Geteuid():
+		// Before the chmod (a chown clears setuid bits): the file must
+		// not change hands. Without the right to keep its owner the
+		// replace is refused, not done with another owner.
+		if err := o.tmp.Chown(owner, group); err != nil {
+			o.Abandon()
+			return fmt.Errorf("cannot keep the file's owner (uid %d, gid %d): %w", owner, group, err)
+		}
+	case group >= 0 && group != os.Getegid():
+		o.tmp.Chown(-1, group) // the caller's own file: its group if allowed
 	}
 	if keepMode {
 		if err := o.tmp.Chmod(mode); err != nil {

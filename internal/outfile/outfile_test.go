@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -284,5 +285,65 @@ func TestOutputNamedTempCleanup(t *testing.T) {
 func needRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
+	}
+}
+
+// A replaced file keeps its owner and group but loses a setuid or setgid
+// bit: root writing -o over a setuid file of another user's, in a
+// directory root owns, leaves that user's file, mode 0755. In a directory
+// the caller does not own, another user's file is refused.
+func TestOutputReplaceOtherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (files of another user)")
+	}
+	const other = 65534 // nobody
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p.folded")
+	if err := os.WriteFile(path, []byte("old\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, other, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o4755|fs.ModeSetuid|fs.ModeSetgid); err != nil {
+		t.Fatal(err)
+	}
+	o, err := Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := o.Commit(func(w io.Writer) error { _, err := io.WriteString(w, "new\n"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	if st.Uid != other || st.Gid != other {
+		t.Errorf("owner %d:%d after the replace, want %d:%d", st.Uid, st.Gid, other, other)
+	}
+	if m := fi.Mode(); m&(fs.ModeSetuid|fs.ModeSetgid) != 0 || m.Perm() != 0o755 {
+		t.Errorf("mode %v after the replace, want -rwxr-xr-x (no setuid, setgid)", m)
+	}
+
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(theirs, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(theirs, "p.folded")
+	if err := os.WriteFile(victim, []byte("theirs\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{victim, theirs} {
+		if err := os.Chown(p, other, other); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := Create(victim); err == nil || !strings.Contains(err.Error(), "another user's file") {
+		t.Errorf("another user's file in their directory: Create gave %v, want a refusal", err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "theirs\n" {
+		t.Errorf("the refused file changed: %q", b)
 	}
 }
