@@ -27,19 +27,21 @@ const (
 	// minRate is the lowest --rate: a sample a second. Below it a
 	// recording of any useful length holds no sample at all.
 	minRate = 1
-	// maxStackWindowCeiling caps --stack-window when RLIMIT_STACK's hard
-	// limit is unlimited: no stack the kernel grows for a main thread is
-	// allowed larger than that limit, and a copy this large per stopped
-	// thread would pause the target for tens of milliseconds anyway.
-	maxStackWindowCeiling = 256 << 20
+	// maxStackWindowCeiling caps --stack-window: the window is copied
+	// while the thread is stopped, some 4-5 ms a MiB on this project's
+	// VM (--stack-window 256MiB once paused a thread 1.19 s), so 1 MiB
+	// keeps a stop within a few ms. It is also what a dump copies of a
+	// thread's used stack by default; a deeper stack is read from the
+	// live process after the thread resumed.
+	maxStackWindowCeiling = 1 << 20
 	// maxDuration bounds --duration and top's --window: long enough for
 	// any recording, short enough that the value is not an overflow.
 	maxDuration = 366 * 24 * time.Hour
 )
 
 // maxStackWindow is the largest --stack-window: RLIMIT_STACK's hard limit
-// (the largest stack the kernel lets a process grow), or
-// maxStackWindowCeiling when that is unlimited or larger.
+// (the largest stack the kernel lets a process grow) where that is below
+// maxStackWindowCeiling, else the ceiling.
 func maxStackWindow() int {
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_STACK, &rl); err == nil && rl.Max != unix.RLIM_INFINITY && rl.Max < maxStackWindowCeiling {
