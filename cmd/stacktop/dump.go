@@ -51,7 +51,7 @@ func runDump(args []string) int {
 	// "stacktop dump PID", as pstack and eu-stack users type it; flags
 	// may follow the PID.
 	if *pid == 0 && fs.NArg() > 0 {
-		n, err := idlist.ParseID(fs.Arg(0))
+		n, err := idlist.ParsePID(fs.Arg(0))
 		if err != nil {
 			return reportUsage(fs, fmt.Errorf("%q is not a process ID", fs.Arg(0)))
 		}

@@ -40,27 +40,29 @@ func Parse(s string) ([]int, error) {
 	return l, err
 }
 
-// PID is a flag.Value for a single process ID (dump's -p).
+// PID is a flag.Value for a single process ID (dump's -p). Only its
+// spelling is checked (ParsePID): a PID that no process can have is "no
+// such process" at the attach, like any other PID that does not exist.
 type PID int
 
 func (p *PID) String() string { return strconv.Itoa(int(*p)) }
 
 func (p *PID) Set(s string) error {
-	id, err := ParseID(s)
+	id, err := ParsePID(s)
 	if err != nil {
-		return fmt.Errorf("bad process id %q (give one ID in [1, %d])", s, MaxID)
+		return fmt.Errorf("bad process id %q (give a PID in decimal)", s)
 	}
 	*p = PID(id)
 	return nil
 }
 
-// ParseID parses one process or thread ID as /proc names them: decimal
-// digits only, in [1, MaxID]. strconv's base 0 would read "010" as 8 and
+// ParsePID parses a process or thread ID as /proc names them: decimal
+// digits only, positive. strconv's base 0 would read "010" as 8 and
 // "0x10" as 16, and dump (or freeze) another process than the one meant;
 // here "010" is 10, and a sign, a base prefix or anything else is an
 // error.
-func ParseID(s string) (int, error) {
-	if s == "" || len(s) > 8 {
+func ParsePID(s string) (int, error) {
+	if s == "" || len(s) > 9 {
 		return 0, strconv.ErrSyntax
 	}
 	id := 0
@@ -70,10 +72,19 @@ func ParseID(s string) (int, error) {
 		}
 		id = id*10 + int(c-'0')
 	}
-	if id <= 0 || id > MaxID {
+	if id <= 0 {
 		return 0, strconv.ErrRange
 	}
 	return id, nil
+}
+
+// ParseID is ParsePID for the lists: also within [1, MaxID].
+func ParseID(s string) (int, error) {
+	id, err := ParsePID(s)
+	if err == nil && id > MaxID {
+		err = strconv.ErrRange
+	}
+	return id, err
 }
 
 func add(l *[]int, s, what string) error {

@@ -59,13 +59,13 @@ func TestLists(t *testing.T) {
 // base prefix or a sign is refused (they dumped, or froze, another
 // process than the one meant).
 func TestPID(t *testing.T) {
-	for s, want := range map[string]int{"8": 8, "010": 10, "4194304": MaxID} {
+	for s, want := range map[string]int{"8": 8, "010": 10, "4194304": MaxID, "99999999": 99999999} {
 		var p PID
 		if err := p.Set(s); err != nil || int(p) != want {
 			t.Errorf("PID %q: %d, %v; want %d", s, p, err, want)
 		}
 	}
-	for _, s := range []string{"0x10", "0o10", "+8", "-8", " 8", "8 ", "0", "", "4194305", "99999999999", "1e3", "1_0"} {
+	for _, s := range []string{"0x10", "0o10", "+8", "-8", " 8", "8 ", "0", "", "9999999999", "1e3", "1_0"} {
 		var p PID
 		if err := p.Set(s); err == nil {
 			t.Errorf("PID %q accepted as %d", s, p)
