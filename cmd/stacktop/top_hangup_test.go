@@ -65,6 +65,28 @@ func (l *screenLog) String() string {
 	return l.buf.String()
 }
 
+// startTopPTY starts `stacktop top -p pid --rate rate` on a new pty, as
+// the session leader of a session of its own, with the pty as its
+// controlling terminal if ctty. It returns the master side (whose output
+// screen collects) and a channel that gets cmd.Wait's result.
+func startTopPTY(t *testing.T, pid int, rate string, ctty bool) (cmd *exec.Cmd, master *os.File, screen *screenLog, done chan error) {
+	t.Helper()
+	master, slave := openPTY(t)
+	cmd = exec.Command(stacktopBin, "top", "-p", fmt.Sprint(pid), "--rate", rate)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	screen = &screenLog{}
+	go screen.drain(master)
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	return cmd, master, screen, done
+}
+
 func tracedBy(pid int) int {
 	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	var tracer int
@@ -89,20 +111,8 @@ func TestTopTerminalHangup(t *testing.T) {
 			name = "no-controlling-tty"
 		}
 		t.Run(name, func(t *testing.T) {
-			master, slave := openPTY(t)
+			cmd, master, screen, done := startTopPTY(t, tg.PID(), "49", ctty)
 			defer master.Close()
-			cmd := exec.Command(stacktopBin, "top", "-p", fmt.Sprint(tg.PID()), "--rate", "49")
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.Env = append(os.Environ(), "TERM=xterm-256color")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			var screen screenLog
-			go screen.drain(master)
-			done := make(chan error, 1)
-			go func() { done <- cmd.Wait() }()
 			defer func() {
 				if cmd.ProcessState == nil {
 					cmd.Process.Kill()
@@ -161,19 +171,7 @@ func TestTopSignals(t *testing.T) {
 		if i%2 == 1 {
 			sig = syscall.SIGINT
 		}
-		master, slave := openPTY(t)
-		cmd := exec.Command(stacktopBin, "top", "-p", fmt.Sprint(tg.PID()), "--rate", "99")
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-		cmd.Env = append(os.Environ(), "TERM=xterm-256color")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		slave.Close()
-		var screen screenLog
-		go screen.drain(master)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
+		cmd, master, screen, done := startTopPTY(t, tg.PID(), "99", true)
 		delay := time.Duration(rng.Int64N(int64(400 * time.Millisecond)))
 		time.Sleep(delay)
 		cmd.Process.Signal(sig)

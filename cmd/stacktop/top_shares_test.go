@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -25,51 +24,28 @@ import (
 // process's CPU in one run, 63% in another).
 func TestTopAgreesWithRecord(t *testing.T) {
 	needRoot(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed (scripts/install-test-deps.sh installs it)")
-	}
+	needTmux(t)
 	tg := targets.Start(t, "cpusplit-fp")
 	threads := []string{"hot", "quarter", "fifth", "waker"}
 
-	session := fmt.Sprintf("stacktop-topshares-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
 	truthTop := startTruth(t, tg.PID())
-	tmux("new-session", "-d", "-x", "100", "-y", "30", "-s", session,
+	term := startTmux(t, "topshares", 100, 30,
 		fmt.Sprintf("%s top --cumulative --rate 199 -p %d; echo top-exited-$?; sleep 30", stacktopBin, tg.PID()))
-	defer exec.Command("tmux", "-L", session, "kill-server").Run()
-	tmux("send-keys", "-t", session, "3")
+	term.keys("3")
 	row := regexp.MustCompile(`([0-9.]+)%\s+(?:\d+\s+)?(hot|quarter|fifth|waker)\b`)
-	var screen string
 	var top map[string]float64
 	var n int
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(250 * time.Millisecond) {
-		screen = tmux("capture-pane", "-p", "-t", session)
+	screen := term.waitFor("the threads with 800 samples", 60*time.Second, func(s string) bool {
 		top = map[string]float64{}
-		for _, m := range row.FindAllStringSubmatch(screen, -1) {
+		for _, m := range row.FindAllStringSubmatch(s, -1) {
 			top[m[2]], _ = strconv.ParseFloat(m[1], 64)
 		}
-		n = samplesShown(screen)
-		if n >= 800 && len(top) >= 3 {
-			truthTop.end()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("top's threads view never showed the threads with 800 samples:\n%s", screen)
-		}
-	}
-	tmux("send-keys", "-t", session, "q")
-	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(tmux("capture-pane", "-p", "-t", session), "top-exited-"); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("top did not exit after q")
-		}
-	}
+		n = samplesShown(s)
+		return n >= 800 && len(top) >= 3
+	})
+	truthTop.end()
+	term.keys("q")
+	term.waitFor("top to exit", 20*time.Second, func(s string) bool { return strings.Contains(s, "top-exited-") })
 
 	out := filepath.Join(t.TempDir(), "threads.folded")
 	truthRec := startTruth(t, tg.PID())

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -19,34 +18,12 @@ import (
 // screen, presses keys, quits, and checks the target runs on untraced.
 func TestTopInTmux(t *testing.T) {
 	needRoot(t)
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux not installed (scripts/install-test-deps.sh installs it)")
-	}
+	needTmux(t)
 	tg := targets.Start(t, "split-sframe3")
-	session := fmt.Sprintf("stacktop-top-%d", os.Getpid())
-	tmux := func(args ...string) string {
-		t.Helper()
-		out, err := exec.Command("tmux", append([]string{"-L", session}, args...)...).CombinedOutput()
-		if err != nil {
-			t.Fatalf("tmux %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	tmux("new-session", "-d", "-x", "80", "-y", "24", "-s", session,
-		fmt.Sprintf("%s top -p %d; echo top-exited-$?; sleep 30", stacktopBin, tg.PID()))
-	defer exec.Command("tmux", "-L", session, "kill-server").Run()
-
-	screen := func() string { return tmux("capture-pane", "-p", "-t", session) }
+	term := startTmux(t, "top", 80, 24, fmt.Sprintf("%s top -p %d; echo top-exited-$?; sleep 30", stacktopBin, tg.PID()))
 	waitFor := func(what string, ok func(string) bool) string {
 		t.Helper()
-		var s string
-		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
-			if s = screen(); ok(s) {
-				return s
-			}
-		}
-		t.Fatalf("screen never showed %s:\n%s", what, s)
-		return ""
+		return term.waitFor(what, 20*time.Second, ok)
 	}
 
 	// The functions view: hot's total share must be plausible (75% by
@@ -68,7 +45,7 @@ func TestTopInTmux(t *testing.T) {
 
 	// A key switches to the call tree, whose hottest path main > a > hot
 	// is open by default.
-	tmux("send-keys", "-t", session, "2")
+	term.keys("2")
 	s = waitFor("the call tree", func(s string) bool { return strings.Contains(s, "CALLER > CALLEE") })
 	for _, fn := range []string{"▾ main", "▾ a", "hot"} {
 		if !strings.Contains(s, fn) {
@@ -79,7 +56,7 @@ func TestTopInTmux(t *testing.T) {
 	// q quits; once stacktop has exited (the UI leaves the alternate
 	// screen before the target is detached), the target must be running
 	// and untraced.
-	tmux("send-keys", "-t", session, "q")
+	term.keys("q")
 	s = waitFor("stacktop to exit", func(s string) bool { return strings.Contains(s, "top-exited-") })
 	if !strings.Contains(s, "top-exited-0") {
 		t.Errorf("stacktop top did not exit with status 0:\n%s", s)
