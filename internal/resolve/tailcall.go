@@ -249,13 +249,9 @@ func (s *symbolizer) appendTailCalls(out []profile.Frame, r *Resolver, callee, c
 			ready = ready && loaded
 			return v
 		}
-		if opt.AsyncLines {
-			var sitesReady bool
-			chain, sitesReady = cs.TailChainNoWait(site, resolve, isCallee)
-			ready = ready && sitesReady
-		} else {
-			chain = cs.TailChain(site, resolve, isCallee)
-		}
+		var sitesReady bool
+		chain, sitesReady = tailChain(cs, site, resolve, isCallee, opt.AsyncLines)
+		ready = ready && sitesReady
 		if !ready && len(chain) == 0 {
 			*pending = true
 		}
@@ -325,15 +321,18 @@ func (s *symbolizer) crossModuleChain(r *Resolver, m *modules.Module, calleeStar
 		}
 		return entry == calleeStart
 	}
-	site := debuginfo.CallSite{Target: first}
-	if opt.AsyncLines {
-		var sitesReady bool
-		chain, sitesReady = cs.TailChainNoWait(site, value, isCallee)
-		ready = ready && sitesReady
-	} else {
-		chain = cs.TailChain(site, value, isCallee)
+	chain, unitsRead := tailChain(cs, debuginfo.CallSite{Target: first}, value, isCallee, opt.AsyncLines)
+	return chain, ready && unitsRead
+}
+
+// tailChain asks cs for the tail-call chain after site: without waiting
+// for a unit not read yet when async (ready is false then, and the unit is
+// being read), waiting for it otherwise.
+func tailChain(cs *debuginfo.CallSites, site debuginfo.CallSite, resolve func(string) uint64, isCallee func(uint64, string) bool, async bool) (chain []debuginfo.TailCallFrame, ready bool) {
+	if async {
+		return cs.TailChainNoWait(site, resolve, isCallee)
 	}
-	return chain, ready
+	return cs.TailChain(site, resolve, isCallee), true
 }
 
 // appendChain appends the frames of a tail-call chain found between a
