@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -23,14 +24,17 @@ import (
 // per run, against a read of a few megabytes from the page cache).
 //
 // Files are keyed by the debug file's build ID and section name, and
-// carry the section's sizes, its place in the file and a CRC-32C of its
-// first 4 KiB as stored (compressed), so a different file with the same
-// build ID (re-processed by dwz, recompressed) does not match. The stored
+// carry the file's identity (device, inode and change time, which no user
+// can set and every write moves), the section's sizes, its place in the
+// file and a CRC-32C of its first 4 KiB as stored (compressed). A build ID
+// is only the file's own claim: without the identity, a file made to
+// claim another's build ID, with the same sizes and head, would leave its
+// bytes for later runs on the real one. A section not read from a file
+// (MiniDebugInfo's, in memory) has no identity and is not cached. The stored
 // bytes are read, not inflated: inflating a head costs a whole 32 KiB
 // window of zlib per section (2.4 ms for libc's seven, on every run); a
 // compressed stream's start fixes its decompressed start, so the check is
-// no weaker. An object not read from a file (MiniDebugInfo's, in memory)
-// falls back to the decompressed head. Each file holds a
+// no weaker. Each file holds a
 // prefix of the section and a CRC-32C of every 64 KiB block of it. A
 // lookup reads (and checks) only the blocks it uses, each once, into an
 // anonymous mapping as long as the prefix, so a run that needs one unit
@@ -61,21 +65,22 @@ func DefaultCacheDir() string {
 }
 
 // cacheMagic starts every cache file; "1" files (one sum over the whole
-// prefix, read whole) and "2" files (head sum over decompressed bytes)
-// are ignored and replaced.
-const cacheMagic = "STKDWC3\n"
+// prefix, read whole), "2" files (head sum over decompressed bytes) and
+// "3" files (no file identity) are ignored and replaced.
+const cacheMagic = "STKDWC4\n"
 
 // cacheKey says which section of which file a cache file holds.
 type cacheKey struct {
+	dev, ino, ctimeNS      uint64 // the file's identity
 	size, fileSize, offset uint64
 	headCRC                uint32
 }
 
-// A cache file is: cacheMagic; the key (size, file size, offset: 8 bytes
-// each; head CRC: 4); the prefix length (8); the block size (4); one
-// CRC-32C per block of the prefix (4 each); a CRC-32C of all the bytes
-// before it (4); then the prefix.
-const cacheHeaderLen = len(cacheMagic) + 3*8 + 4 + 8 + 4
+// A cache file is: cacheMagic; the key (device, inode, change time, size,
+// file size, offset: 8 bytes each; head CRC: 4); the prefix length (8);
+// the block size (4); one CRC-32C per block of the prefix (4 each); a
+// CRC-32C of all the bytes before it (4); then the prefix.
+const cacheHeaderLen = len(cacheMagic) + 6*8 + 4 + 8 + 4
 
 // cacheBlock is the unit of checking: a lookup checks the blocks it reads.
 const cacheBlock = 64 << 10
@@ -92,28 +97,52 @@ type sectionCache struct {
 }
 
 // cacheFor returns the entry of sec of f in c, or nil when c is nil, the
-// section is not compressed (reading it costs no more than the cache) or
-// f has no build ID. file is f's bytes (rawFile), nil if unknown.
+// section is not compressed (reading it costs no more than the cache), f
+// has no build ID or its file is unknown. file is f's bytes (rawFile).
 func (c *Cache) cacheFor(sec *elf.Section, file io.ReaderAt, buildID string) *sectionCache {
 	if c == nil || c.Dir == "" || sec == nil || sec.Flags&elf.SHF_COMPRESSED == 0 || buildID == "" {
 		return nil
 	}
-	var head []byte
-	if file != nil {
-		head = make([]byte, min(sec.FileSize, 4096))
-		if n, err := file.ReadAt(head, int64(sec.Offset)); n < len(head) && err != nil {
-			head = nil
-		}
+	id, ok := fileIdentity(file)
+	if !ok {
+		return nil
 	}
-	if head == nil {
-		head = make([]byte, min(sec.Size, 4096))
-		n, _ := io.ReadFull(sec.Open(), head)
-		head = head[:n]
+	head := make([]byte, min(sec.FileSize, 4096))
+	if n, err := file.ReadAt(head, int64(sec.Offset)); n < len(head) && err != nil {
+		return nil
 	}
 	return &sectionCache{
 		path: filepath.Join(c.Dir, buildID, strings.TrimPrefix(sec.Name, ".")),
-		key:  cacheKey{sec.Size, sec.FileSize, sec.Offset, crc32.Checksum(head, castagnoliTable())},
+		key: cacheKey{id.Dev, id.Ino, id.CtimeNS, sec.Size, sec.FileSize, sec.Offset,
+			crc32.Checksum(head, castagnoliTable())},
 	}
+}
+
+// fileID is what names a file's contents for a cache: its device and
+// inode, and its change time.
+type fileID struct{ Dev, Ino, CtimeNS uint64 }
+
+// fileIdentity is the identity of the file r reads, if r is one (an
+// *os.File, or a file that gives its *os.File, as targetfile's do).
+func fileIdentity(r io.ReaderAt) (fileID, bool) {
+	var fh *os.File
+	switch f := r.(type) {
+	case *os.File:
+		fh = f
+	case interface{ OS() *os.File }:
+		fh = f.OS()
+	default:
+		return fileID{}, false
+	}
+	fi, err := fh.Stat() // not a bare Fd: the file may be closed meanwhile
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino, uint64(st.Ctim.Nano())}, true
 }
 
 // rawFile returns the bytes f was read from, as debug/elf reads them,
@@ -174,8 +203,9 @@ func (sc *sectionCache) load() (c *cachedPrefix) {
 	}
 	le := binary.LittleEndian
 	p := h[len(cacheMagic):]
-	key := cacheKey{le.Uint64(p), le.Uint64(p[8:]), le.Uint64(p[16:]), le.Uint32(p[24:])}
-	n, block := le.Uint64(p[28:]), le.Uint32(p[36:])
+	key := cacheKey{le.Uint64(p), le.Uint64(p[8:]), le.Uint64(p[16:]),
+		le.Uint64(p[24:]), le.Uint64(p[32:]), le.Uint64(p[40:]), le.Uint32(p[48:])}
+	n, block := le.Uint64(p[52:]), le.Uint32(p[60:])
 	if key != sc.key || n == 0 || n > sc.key.size || block != cacheBlock {
 		return nil
 	}
@@ -233,6 +263,9 @@ func (c *cachedPrefix) check(off, end uint64) bool {
 func (sc *sectionCache) store(data []byte) error {
 	le := binary.LittleEndian
 	h := []byte(cacheMagic)
+	h = le.AppendUint64(h, sc.key.dev)
+	h = le.AppendUint64(h, sc.key.ino)
+	h = le.AppendUint64(h, sc.key.ctimeNS)
 	h = le.AppendUint64(h, sc.key.size)
 	h = le.AppendUint64(h, sc.key.fileSize)
 	h = le.AppendUint64(h, sc.key.offset)

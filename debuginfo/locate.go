@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"io/fs"
 	"path"
-	"path/filepath"
+
+	"golang.org/x/sys/unix"
 
 	"stacktop/internal/buildid"
+	"stacktop/targetfile"
 )
 
 // DefaultDebugDir is where distributions install separate debug files.
@@ -17,29 +19,47 @@ const DefaultDebugDir = "/usr/lib/debug"
 
 // Locator finds the separate debug file of an object, the way gdb does.
 // The zero value searches the host's /usr/lib/debug.
+//
+// The paths searched are the target's to choose: the object's directory
+// and the target's root are its own. Candidates are opened through
+// targetfile: regular files only, resolved inside Root, bounded in size
+// and time, and, with Reader, only files the target's user could read.
 type Locator struct {
-	// Root is prepended to every path searched first, e.g. /proc/PID/root
-	// so that a containerised target's own debug files are found; the
-	// host's paths are then tried. "" searches the host only.
+	// Root is the directory the paths are searched in first, e.g.
+	// /proc/PID/root so that a containerised target's own debug files
+	// are found; the host's paths are then tried. "" searches the host
+	// only.
 	Root string
 	// DebugDirs replaces []string{DefaultDebugDir} when not empty.
 	DebugDirs []string
+	// Reader is the target's user; nil opens files of any owner.
+	Reader *targetfile.User
+	// Object is the object's own file (device and inode), skipped when a
+	// debuglink names it; zero to compare nothing.
+	Object FileID
 }
+
+// FileID names a file by device and inode.
+type FileID struct{ Dev, Ino uint64 }
+
+// MaxDebugFileSize bounds a debug file opened on a target's behalf (the
+// biggest distribution debug files are a few hundred MB).
+const MaxDebugFileSize = 4 << 30
 
 // DebugFile is an opened separate debug file. Close it when done.
 type DebugFile struct {
 	File *elf.File
 	Path string // as opened (with Root, if it was found there)
 	Via  string // "build-id" or "debuglink"
-	f    *os.File
+	f    *targetfile.File
 }
 
 // Close closes the file.
 func (d *DebugFile) Close() error { return d.f.Close() }
 
-// Stat describes the file opened (its size and time key caches built
-// from it).
-func (d *DebugFile) Stat() (os.FileInfo, error) { return d.f.Stat() }
+// Stat describes the file opened (its identity, size and times key caches
+// built from it).
+func (d *DebugFile) Stat() *unix.Stat_t { return &d.f.Stat }
 
 // ErrNotFound is returned when no debug file exists for an object.
 var ErrNotFound = errors.New("debuginfo: no separate debug file found")
@@ -99,7 +119,7 @@ func (l Locator) Find(objPath string, f *elf.File, buildID string) (*DebugFile, 
 	var rejected []error
 	for _, root := range l.roots() {
 		for _, p := range l.BuildIDPaths(buildID) {
-			df, err := openCandidate(filepath.Join(root, p), objPath, root, func(df *DebugFile) error {
+			df, err := l.openCandidate(root, p, func(df *DebugFile) error {
 				id, err := buildid.Read(df.File)
 				if err != nil {
 					return err
@@ -127,11 +147,8 @@ func (l Locator) Find(objPath string, f *elf.File, buildID string) (*DebugFile, 
 	}
 	for _, root := range l.roots() {
 		for _, p := range l.DebugLinkPaths(objPath, link) {
-			df, err := openCandidate(filepath.Join(root, p), objPath, root, func(df *DebugFile) error {
-				if _, err := df.f.Seek(0, io.SeekStart); err != nil {
-					return err
-				}
-				sum, err := CRC32(df.f)
+			df, err := l.openCandidate(root, p, func(df *DebugFile) error {
+				sum, err := CRC32(io.NewSectionReader(df.f, 0, df.f.Size()))
 				if err != nil {
 					return err
 				}
@@ -152,33 +169,30 @@ func (l Locator) Find(objPath string, f *elf.File, buildID string) (*DebugFile, 
 	return nil, errors.Join(append([]error{ErrNotFound}, rejected...)...)
 }
 
-// openCandidate opens p as an ELF debug file and runs check on it. A
-// missing file gives (nil, nil); the object itself is skipped, since a
-// debuglink may name the object's own base name.
-func openCandidate(p, objPath, root string, check func(*DebugFile) error) (*DebugFile, error) {
-	fh, err := os.Open(p)
+// openCandidate opens p inside root as an ELF debug file and runs check
+// on it. A missing file gives (nil, nil); the object itself is skipped,
+// since a debuglink may name the object's own base name.
+func (l Locator) openCandidate(root, p string, check func(*DebugFile) error) (*DebugFile, error) {
+	fh, err := targetfile.Opener{Root: root, Reader: l.Reader, MaxSize: MaxDebugFileSize}.Open(p)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil
 		}
 		return nil, err
 	}
-	if st, err := fh.Stat(); err != nil || !st.Mode().IsRegular() {
-		fh.Close()
-		return nil, nil
-	} else if obj, err := os.Stat(filepath.Join(root, objPath)); err == nil && os.SameFile(st, obj) {
+	if l.Object != (FileID{}) && l.Object == (FileID{uint64(fh.Stat.Dev), fh.Stat.Ino}) {
 		fh.Close()
 		return nil, nil
 	}
 	ef, err := newELF(fh)
 	if err != nil {
 		fh.Close()
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", root+p, err)
 	}
-	df := &DebugFile{File: ef, Path: p, f: fh}
+	df := &DebugFile{File: ef, Path: root + p, f: fh}
 	if err := check(df); err != nil {
 		fh.Close()
-		return nil, fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", root+p, err)
 	}
 	return df, nil
 }

@@ -84,8 +84,14 @@ func mapSection(sec *elf.Section) (b, m []byte) {
 		return nil, nil
 	}
 	outer, base, _ := sr.Outer()
-	fh, ok := outer.(*os.File)
-	if !ok {
+	var fh *os.File
+	switch f := outer.(type) {
+	case *os.File:
+		fh = f
+	case interface{ Mappable() *os.File }:
+		fh = f.Mappable() // nil where a page fault could wait or fault
+	}
+	if fh == nil {
 		return nil, nil
 	}
 	fi, err := fh.Stat()

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/targetfile"
 )
 
 // The one-shot reads below are the /proc facts other packages need beyond
@@ -76,9 +78,22 @@ func OpenMem(pid int) (*os.File, error) {
 
 // OpenExecutable opens the process's executable through /proc/PID/exe:
 // the file it runs even if it was deleted or replaced since, in any mount
-// namespace.
-func OpenExecutable(pid int) (*os.File, error) {
-	return os.Open(procPath(pid, "exe"))
+// namespace (through targetfile: a regular file, under a deadline).
+func OpenExecutable(pid int) (*targetfile.File, error) {
+	return targetfile.Opener{}.OpenProcLink(procPath(pid, "exe"))
+}
+
+// FileUser is the user the process accesses files as (its filesystem UID
+// and GID): the user files opened on its behalf must be readable by.
+func FileUser(pid int) (*targetfile.User, error) {
+	st, err := ReadStatus(pid, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st.UIDs[3] < 0 || st.GIDs[3] < 0 {
+		return nil, fmt.Errorf("procmaps: status of %d: no filesystem UID or GID", pid)
+	}
+	return &targetfile.User{UID: uint32(st.UIDs[3]), GID: uint32(st.GIDs[3])}, nil
 }
 
 // RootDir is /proc/PID/root: the process's root directory, through which a

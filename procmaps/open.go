@@ -3,10 +3,11 @@ package procmaps
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"stacktop/targetfile"
 )
 
 // Source says how the file behind a mapping was opened.
@@ -75,34 +76,38 @@ func (e *OpenError) Unwrap() []error { return e.Errs }
 //  1. /proc/PID/map_files/START-END, a magic link to the very file mapped. It
 //     works for deleted and replaced files and across mount namespaces, but
 //     needs CAP_SYS_ADMIN (or, on newer kernels, ptrace access) to follow.
-//  2. /proc/PID/root/PATH, the path as the process sees it (containers).
+//  2. PATH inside /proc/PID/root, the path as the process sees it
+//     (containers), its symlinks resolved in the process's root.
 //  3. PATH in our own namespace.
 //
-// Files found through a path (2 and 3) are accepted only when their device
-// and inode equal the mapping's, so a replaced or different file is never
-// used silently; such a file yields a *MismatchError in the returned
-// *OpenError. The caller owns the returned file.
-func OpenMapping(pid int, m *Mapping) (*os.File, Source, error) {
+// Every way opens through targetfile: the path is the target's to choose,
+// and may name a FIFO, a device or a file on a mount the target serves, so
+// only a regular file is opened, under a deadline. Files found through a
+// path (2 and 3) are accepted only when their device and inode equal the
+// mapping's, so a replaced or different file is never used silently; such
+// a file yields a *MismatchError in the returned *OpenError. The caller
+// owns the returned file.
+func OpenMapping(pid int, m *Mapping) (*targetfile.File, Source, error) {
 	return openMapping(pid, m, true)
 }
 
 // openMapping is OpenMapping with the map_files step optional, so tests can
 // exercise the path checks as root.
-func openMapping(pid int, m *Mapping, mapFiles bool) (*os.File, Source, error) {
+func openMapping(pid int, m *Mapping, mapFiles bool) (*targetfile.File, Source, error) {
 	if !m.IsFile() {
 		return nil, SourceNone, ErrNotFile
 	}
 	oe := &OpenError{Path: m.Path}
 	if mapFiles {
 		mf := procPath(pid, fmt.Sprintf("map_files/%x-%x", m.Start, m.End))
-		f, err := os.Open(mf)
+		f, err := targetfile.Opener{}.OpenProcLink(mf)
 		if err == nil {
 			// The link is the mapped file by construction. Device numbers
 			// can still differ from the maps line on btrfs subvolumes and
 			// overlayfs, where stat's st_dev is not the superblock's, so
 			// only the inode is checked, as a guard against the range
 			// having been remapped since maps was read.
-			if err = checkIdentity(f, m, mf, false); err == nil {
+			if err = checkIdentity(&f.Stat, m, mf, false); err == nil {
 				return f, SourceMapFiles, nil
 			}
 			f.Close()
@@ -112,15 +117,15 @@ func openMapping(pid int, m *Mapping, mapFiles bool) (*os.File, Source, error) {
 	// A deleted mapping's path is usually gone or names a new file; it is
 	// still tried, and the identity check below rejects a newcomer.
 	for _, try := range []struct {
-		path string
-		src  Source
+		opener targetfile.Opener
+		src    Source
 	}{
-		{procPath(pid, "root") + m.Path, SourceRoot},
-		{m.Path, SourcePath},
+		{targetfile.Opener{Root: procPath(pid, "root")}, SourceRoot},
+		{targetfile.Opener{}, SourcePath},
 	} {
-		f, err := os.Open(try.path)
+		f, err := try.opener.Open(m.Path)
 		if err == nil {
-			if err = checkIdentity(f, m, try.path, true); err == nil {
+			if err = checkIdentity(&f.Stat, m, try.opener.Root+m.Path, true); err == nil {
 				return f, try.src, nil
 			}
 			f.Close()
@@ -130,11 +135,7 @@ func openMapping(pid int, m *Mapping, mapFiles bool) (*os.File, Source, error) {
 	return nil, SourceNone, oe
 }
 
-func checkIdentity(f *os.File, m *Mapping, path string, withDev bool) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return &os.PathError{Op: "fstat", Path: path, Err: err}
-	}
+func checkIdentity(st *unix.Stat_t, m *Mapping, path string, withDev bool) error {
 	maj, mnr := unix.Major(uint64(st.Dev)), unix.Minor(uint64(st.Dev))
 	if st.Ino != m.Inode || withDev && (maj != m.DevMajor || mnr != m.DevMinor) {
 		return &MismatchError{Path: path, WantMaj: m.DevMajor, WantMin: m.DevMinor, WantIno: m.Inode,

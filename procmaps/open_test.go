@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
+
+	"stacktop/targetfile"
 )
 
 // copyRun copies /bin/sleep to dir/name, runs it and returns it with the
@@ -100,5 +104,41 @@ func TestReplacedExecutableNotTrusted(t *testing.T) {
 			t.Fatalf("OpenMapping as root: %v via %v", err, src)
 		}
 		f.Close()
+	}
+}
+
+// TestOpenDeletedFIFO: a target that deletes a mapped file and puts a FIFO
+// at its path cannot make the path fallback block (an open of a FIFO
+// waits for a writer): the FIFO is refused at once, and so are a symlink
+// to a device and a socket.
+func TestOpenDeletedFIFO(t *testing.T) {
+	dir := t.TempDir()
+	cmd, m := copyRun(t, dir, "doomed")
+	for _, plant := range []func(string) error{
+		func(p string) error { return unix.Mkfifo(p, 0o644) },
+		func(p string) error { return os.Symlink("/dev/zero", p) },
+	} {
+		if err := os.Remove(m.Path); err != nil {
+			t.Fatal(err)
+		}
+		if err := plant(m.Path); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			f, _, err := openMapping(cmd.Process.Pid, m, false)
+			if f != nil {
+				f.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if !errors.Is(err, targetfile.ErrNotRegular) {
+				t.Errorf("opening the mapping through its path: %v, want a refusal (not a regular file)", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("opening the mapping blocked on what its path names now")
+		}
 	}
 }

@@ -461,6 +461,7 @@ type Status struct {
 	Tgid      int    // Tgid: the process a thread belongs to
 	TracerPID int    // TracerPid: the tracing thread, 0 if none
 	UIDs      [4]int // Uid: real, effective, saved and filesystem UID
+	GIDs      [4]int // Gid: the same for groups; -1 where the line is missing
 	SigPnd    uint64 // SigPnd: signals pending for this thread
 	CapEff    uint64 // CapEff: effective capabilities
 	// NSPID is the last field of NSpid: the PID in the process's own PID
@@ -484,7 +485,7 @@ func (e *StatusError) Error() string {
 // Status has must be present: the kernels stacktop supports all print
 // them, so a missing one means the input is not a status file.
 func ParseStatus(b []byte) (Status, error) {
-	s := Status{UIDs: [4]int{-1, -1, -1, -1}}
+	s := Status{UIDs: [4]int{-1, -1, -1, -1}, GIDs: [4]int{-1, -1, -1, -1}}
 	const (
 		seenTgid = 1 << iota
 		seenTracer
@@ -532,6 +533,16 @@ func ParseStatus(b []byte) (Status, error) {
 				}
 			}
 			seen |= seenUID
+		case "Gid": // optional: only the files opened for the target need it
+			f := bytes.Fields(val)
+			if len(f) != len(s.GIDs) {
+				return s, bad("GID list")
+			}
+			for i := range f {
+				if s.GIDs[i], err = parseDecimal(f[i]); err != nil {
+					return s, bad("GID list")
+				}
+			}
 		case "SigPnd":
 			if s.SigPnd, err = strconv.ParseUint(string(val), 16, 64); err != nil {
 				return s, bad("signal mask")

@@ -297,7 +297,7 @@ func TestParseStatusFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Status{Tgid: 23909, TracerPID: 0, UIDs: [4]int{1000, 1000, 1000, 1000}, NSPID: 23909}
+	want := Status{Tgid: 23909, TracerPID: 0, UIDs: [4]int{1000, 1000, 1000, 1000}, GIDs: [4]int{1000, 1000, 1000, 1000}, NSPID: 23909}
 	if s != want {
 		t.Errorf("got  %+v\nwant %+v", s, want)
 	}
@@ -319,7 +319,7 @@ func TestReadStatusSelf(t *testing.T) {
 func TestParseStatusErrors(t *testing.T) {
 	good := "Tgid:\t7\nTracerPid:\t0\nUid:\t1\t2\t3\t4\nSigPnd:\t0000000000000100\nCapEff:\t00000000a80425fb\n"
 	s, err := ParseStatus([]byte(good))
-	if want := (Status{Tgid: 7, UIDs: [4]int{1, 2, 3, 4}, SigPnd: 0x100, CapEff: 0xa80425fb}); err != nil || s != want {
+	if want := (Status{Tgid: 7, UIDs: [4]int{1, 2, 3, 4}, GIDs: [4]int{-1, -1, -1, -1}, SigPnd: 0x100, CapEff: 0xa80425fb}); err != nil || s != want {
 		t.Fatalf("got %+v, %v; want %+v", s, err, want)
 	}
 	tests := []struct {

@@ -2,7 +2,9 @@ package symbols
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -14,15 +16,25 @@ import (
 // rest of the line, spaces included. The file is appended to while the
 // program runs; a later line for the same address wins. A PerfMap is
 // immutable and safe for concurrent use.
+//
+// A map keeps the file's bytes it was parsed from and, per line, 24 bytes
+// that point into them: a JIT's map runs to tens of MB, and a string and
+// a line number per entry made a 64 MB map cost 330 MB.
 type PerfMap struct {
-	entries []PerfMapEntry // by Start, then by line (latest last)
+	data    []byte          // the file; names are slices of it
+	entries []perfMapRecord // by Start, then by line (latest last)
+}
+
+// perfMapRecord is one line of a perf map, its name at data[name:name+nameLen].
+type perfMapRecord struct {
+	Start, Size   uint64
+	name, nameLen uint32
 }
 
 // PerfMapEntry is one line of a perf map.
 type PerfMapEntry struct {
 	Start, Size uint64
 	Name        string
-	line        int
 }
 
 // PerfMapError reports a line of a perf map that is not "START SIZE NAME".
@@ -45,9 +57,15 @@ const (
 // ParsePerfMap parses a perf map. A last line without its newline is left
 // out (the JIT may be writing it). Lines that do not parse are skipped;
 // the first of them is returned as a *PerfMapError along with the map of
-// the others, so one bad line does not lose a program's symbols.
+// the others, so one bad line does not lose a program's symbols. The map
+// keeps data: the caller must not change it afterwards.
 func ParsePerfMap(data []byte) (*PerfMap, error) {
-	m := &PerfMap{}
+	if len(data) > math.MaxUint32 {
+		data = data[:math.MaxUint32] // what a record can point at; the cut line is "being written"
+	}
+	m := &PerfMap{data: data}
+	m.entries = make([]perfMapRecord, 0, min(bytes.Count(data, []byte{'\n'}), maxPerfMapEntries))
+	whole := data
 	var firstErr error
 	bad := func(line int, format string, args ...any) {
 		if firstErr == nil {
@@ -59,6 +77,7 @@ func ParsePerfMap(data []byte) (*PerfMap, error) {
 		if nl < 0 {
 			break // being written
 		}
+		lineAt := len(whole) - len(data)
 		text := bytes.TrimSuffix(data[:nl], []byte{'\r'})
 		data = data[nl+1:]
 		if len(bytes.TrimSpace(text)) == 0 {
@@ -98,18 +117,16 @@ func ParsePerfMap(data []byte) (*PerfMap, error) {
 		if len(name) > maxPerfMapName {
 			name = name[:maxPerfMapName]
 		}
-		m.entries = append(m.entries, PerfMapEntry{Start: start, Size: size, Name: string(name), line: line})
+		at := lineAt + len(startField) + 1 + len(sizeField) + 1
+		m.entries = append(m.entries, perfMapRecord{Start: start, Size: size, name: uint32(at), nameLen: uint32(len(name))})
 	}
-	slices.SortStableFunc(m.entries, func(a, b PerfMapEntry) int {
-		if a.Start != b.Start {
-			if a.Start < b.Start {
-				return -1
-			}
-			return 1
-		}
-		return a.line - b.line
-	})
+	// Stable: of entries with one start, the one written last stays last.
+	slices.SortStableFunc(m.entries, func(a, b perfMapRecord) int { return cmp.Compare(a.Start, b.Start) })
 	return m, firstErr
+}
+
+func (m *PerfMap) entry(r perfMapRecord) PerfMapEntry {
+	return PerfMapEntry{Start: r.Start, Size: r.Size, Name: string(m.data[r.name : r.name+r.nameLen])}
 }
 
 func parseHex(b []byte) (uint64, error) {
@@ -139,7 +156,7 @@ func (m *PerfMap) Lookup(addr uint64) (PerfMapEntry, bool) {
 	if m == nil {
 		return PerfMapEntry{}, false
 	}
-	i, _ := slices.BinarySearchFunc(m.entries, addr+1, func(e PerfMapEntry, a uint64) int {
+	i, _ := slices.BinarySearchFunc(m.entries, addr+1, func(e perfMapRecord, a uint64) int {
 		if e.Start < a {
 			return -1
 		}
@@ -147,7 +164,7 @@ func (m *PerfMap) Lookup(addr uint64) (PerfMapEntry, bool) {
 	})
 	for j := i - 1; j >= 0 && j >= i-perfMapOverlaps; j-- {
 		if e := m.entries[j]; addr-e.Start < e.Size {
-			return e, true
+			return m.entry(e), true
 		}
 	}
 	return PerfMapEntry{}, false

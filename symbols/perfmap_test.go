@@ -50,7 +50,8 @@ func FuzzParsePerfMap(f *testing.F) {
 	f.Add([]byte("\n\r\n 1 2\nzz 1 q\n1 zz q\n1 1\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, _ := ParsePerfMap(data)
-		for _, e := range m.entries {
+		for _, r := range m.entries {
+			e := m.entry(r)
 			if e.Size == 0 || e.Start+e.Size < e.Start || len(e.Name) > maxPerfMapName {
 				t.Fatalf("bad entry %+v", e)
 			}

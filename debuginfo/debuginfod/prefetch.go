@@ -21,7 +21,11 @@ func (c *Client) Prefetch(ctx context.Context, pid int) (fetched int, err error)
 	if err != nil {
 		return 0, err
 	}
-	loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
+	user, err := procmaps.FileUser(pid)
+	if err != nil {
+		return 0, err
+	}
+	loc := debuginfo.Locator{Root: procmaps.RootDir(pid), Reader: user}
 	seen := map[string]bool{}
 	for i := range maps {
 		m := &maps[i]
@@ -36,6 +40,7 @@ func (c *Client) Prefetch(ctx context.Context, pid int) (fetched int, err error)
 		if err != nil {
 			continue
 		}
+		loc.Object = debuginfo.FileID{Dev: uint64(fh.Stat.Dev), Ino: fh.Stat.Ino}
 		ok := c.prefetchOne(ctx, loc, m.Path, fh)
 		fh.Close()
 		if ok {

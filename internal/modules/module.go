@@ -8,8 +8,6 @@ import (
 	"io"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"stacktop/cfi"
 	"stacktop/internal/buildid"
 	"stacktop/procmaps"
@@ -88,12 +86,16 @@ func (l *LazyCFI) Load() { l.Lookup(0) }
 func (l *LazyCFI) Err() error { return l.err }
 
 // FileKey identifies a file's contents well enough to share a Module between
-// processes when it has no build ID.
+// processes, and to key what caches keep of it across runs: device and
+// inode name the file, and its change time (which no user can set) moves
+// with every write, so no other file, and no later content, has the key.
 type FileKey struct {
 	Dev     uint64
 	Ino     uint64
 	Size    int64
 	MtimeNS int64
+	CtimeNS int64
+	UID     uint32 // the owner: modules are shared by build ID only between files of one owner
 }
 
 func (m *Module) String() string {
@@ -165,7 +167,7 @@ var ErrCacheClosed = errors.New("modules: module cache closed")
 // concurrent use. Close it when sampling ends: it owns the open files.
 type ModuleCache struct {
 	mu      sync.Mutex
-	byID    map[string]*Module
+	byID    map[buildIDOwner]*Module
 	byFile  map[FileKey]*Module
 	modules []*Module
 	closed  bool
@@ -173,7 +175,7 @@ type ModuleCache struct {
 
 // NewModuleCache returns an empty cache.
 func NewModuleCache() *ModuleCache {
-	return &ModuleCache{byID: map[string]*Module{}, byFile: map[FileKey]*Module{}}
+	return &ModuleCache{byID: map[buildIDOwner]*Module{}, byFile: map[FileKey]*Module{}}
 }
 
 // Len is the number of distinct modules held.
@@ -197,12 +199,8 @@ func (c *ModuleCache) ForMapping(pid int, m *procmaps.Mapping) (*Module, error) 
 	if err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("modules: fstat %s: %w", m.Path, err)
-	}
-	key := FileKey{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNS: st.Mtim.Nano()}
+	st := &f.Stat
+	key := FileKey{Dev: uint64(st.Dev), Ino: st.Ino, Size: st.Size, MtimeNS: st.Mtim.Nano(), CtimeNS: st.Ctim.Nano(), UID: st.Uid}
 
 	c.mu.Lock()
 	if c.closed {
@@ -236,16 +234,27 @@ func (c *ModuleCache) ForMapping(pid int, m *procmaps.Mapping) (*Module, error) 
 		return old, nil
 	}
 	if mod.BuildID != "" {
-		if old, ok := c.byID[mod.BuildID]; ok { // same object, another inode
+		// The same object at another inode (a container's copy of a
+		// library) shares one Module. A build ID is the file's word only:
+		// a user's file may claim any, so it is believed only between
+		// files of one owner, never to stand for root's library.
+		id := buildIDOwner{mod.BuildID, key.UID}
+		if old, ok := c.byID[id]; ok {
 			f.Close()
 			c.byFile[key] = old
 			return old, nil
 		}
-		c.byID[mod.BuildID] = mod
+		c.byID[id] = mod
 	}
 	c.byFile[key] = mod
 	c.modules = append(c.modules, mod)
 	return mod, nil
+}
+
+// buildIDOwner keys the modules shared by build ID.
+type buildIDOwner struct {
+	id  string
+	uid uint32
 }
 
 // Close closes every module's file. Modules handed out stay readable as

@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"io"
 
 	"stacktop/procmaps"
 )
@@ -26,7 +25,7 @@ func CheckClass(pid int) error {
 	}
 	defer f.Close()
 	var ident [elf.EI_NIDENT]byte
-	if _, err := io.ReadFull(f, ident[:]); err != nil || string(ident[:4]) != elf.ELFMAG {
+	if _, err := f.ReadAt(ident[:], 0); err != nil || string(ident[:4]) != elf.ELFMAG {
 		return nil
 	}
 	if elf.Class(ident[elf.EI_CLASS]) == elf.ELFCLASS32 {

@@ -1,10 +1,9 @@
 package resolve
 
 import (
+	"errors"
 	"io"
-	"os"
 	"strconv"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +11,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/symbols"
+	"stacktop/targetfile"
 )
 
 // perfMap names JIT code: the functions a runtime generated into anonymous
@@ -24,11 +24,11 @@ import (
 // again when it changed. Used from the Target's goroutine only.
 type perfMap struct {
 	pid     int
-	path    string // "" until the first lookup
-	uid     int    // the target's effective UID: the file's owner (or root)
+	path    string           // "" until the first lookup: /tmp/perf-NSPID.map
+	user    *targetfile.User // the target's: the file's owner (or root)
 	checked time.Time
 	size    int64
-	mtime   time.Time
+	mtime   unix.Timespec
 	m       *symbols.PerfMap
 }
 
@@ -65,34 +65,29 @@ func (p *perfMap) refresh() bool {
 		if ns == 0 {
 			ns = p.pid
 		}
-		p.path = procmaps.RootDir(p.pid) + "/tmp/perf-" + strconv.Itoa(ns) + ".map"
-		p.uid = st.UIDs[1] // effective: the user the JIT writes the file as
+		p.path = "/tmp/perf-" + strconv.Itoa(ns) + ".map"
+		p.user = fileUser(p.pid)
 	}
 	// The map lives in a world-writable directory and stacktop runs as
-	// root: no symlinks, no FIFO to block on, and only a regular file
-	// owned by the target's user (or root), as perf requires.
-	fd, err := unix.Open(p.path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	// root: only a regular file of the target's user (or root), as perf
+	// requires, found inside the target's root, under a deadline.
+	f, err := targetfile.Opener{Root: procmaps.RootDir(p.pid), Reader: p.user}.Open(p.path)
 	if err != nil {
 		return false
 	}
-	f := os.NewFile(uintptr(fd), p.path)
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	if p.m != nil && f.Stat.Size == p.size && f.Stat.Mtim == p.mtime {
 		return false
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || (st.Uid != 0 && int(st.Uid) != p.uid) {
-		return false
-	}
-	if p.m != nil && fi.Size() == p.size && fi.ModTime().Equal(p.mtime) {
-		return false
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPerfMapSize))
-	if err != nil {
+	// Read whole, in one buffer the map keeps; past maxPerfMapSize the
+	// cut line is dropped as one being written.
+	data := make([]byte, min(f.Stat.Size, maxPerfMapSize))
+	n, err := f.ReadAt(data, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
 		return false
 	}
 	// A bad line costs only itself (ParsePerfMap keeps the others).
-	m, _ := symbols.ParsePerfMap(data)
-	p.m, p.size, p.mtime = m, fi.Size(), fi.ModTime()
+	m, _ := symbols.ParsePerfMap(data[:n])
+	p.m, p.size, p.mtime = m, f.Stat.Size, f.Stat.Mtim
 	return true
 }

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/debug"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/symbols"
+	"stacktop/targetfile"
 	"stacktop/unwind"
 )
 
@@ -269,23 +271,25 @@ func objectCache(m *modules.Module, debug *debuginfo.DebugFile, cacheDir string)
 }
 
 // tableKey names what m's cached symbol tables are made from, for the
-// cache: the rules (symbols.BuildVersion, toolVersions), the object's size and time,
-// its MiniDebugInfo's size, its debug file's size and time. A module read
-// from memory, or without a build ID, is not cached.
+// cache: the rules (symbols.BuildVersion, toolVersions), the object's
+// identity (device, inode, change time: no other file has them, and a
+// write changes the time), its size and its MiniDebugInfo's, and the same
+// of its debug file. A build ID alone is the file's own claim: a library
+// that claims a victim's build ID, size and time would otherwise leave
+// its names for later dumps of the victim. A module read from memory, or
+// without a build ID, is not cached.
 func tableKey(m *modules.Module, debug *debuginfo.DebugFile) (key string, ok bool) {
 	if m.Source == procmaps.SourceImage || m.BuildID == "" || m.Key.Size == 0 {
 		return "", false
 	}
-	key = fmt.Sprintf("symbols v%d; %s; object %d %d", symbols.BuildVersion, toolVersions(), m.Key.Size, m.Key.MtimeNS)
+	k := m.Key
+	key = fmt.Sprintf("symbols v%d; %s; object %d:%d %d %d %d", symbols.BuildVersion, toolVersions(), k.Dev, k.Ino, k.CtimeNS, k.Size, k.MtimeNS)
 	if sec := m.File.Section(".gnu_debugdata"); sec != nil {
 		key += fmt.Sprintf("; minidebuginfo %d", sec.FileSize)
 	}
 	if debug != nil {
-		fi, err := debug.Stat()
-		if err != nil {
-			return "", false
-		}
-		key += fmt.Sprintf("; debug file %d %d", fi.Size(), fi.ModTime().UnixNano())
+		st := debug.Stat()
+		key += fmt.Sprintf("; debug file %d:%d %d %d %d", st.Dev, st.Ino, st.Ctim.Nano(), st.Size, st.Mtim.Nano())
 	}
 	return key, true
 }
@@ -376,7 +380,8 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 	}()
 	var extra []*elf.File
 	if m.Source != procmaps.SourceImage {
-		loc := debuginfo.Locator{Root: procmaps.RootDir(pid)}
+		loc := debuginfo.Locator{Root: procmaps.RootDir(pid), Reader: fileUser(pid),
+			Object: debuginfo.FileID{Dev: m.Key.Dev, Ino: m.Key.Ino}}
 		if df, err := loc.Find(m.Path, m.File, m.BuildID); err == nil {
 			ms.debug = df
 			extra = append(extra, df.File)
@@ -388,6 +393,16 @@ func (ms *moduleSymbols) load(pid int, m *modules.Module, cacheDir string) {
 	ms.table = loadTable(m, ms.debug, extra, cacheDir)
 	close(ms.loaded)
 	loaded = true
+}
+
+// fileUser is the user pid reads files as: debug files are opened for it
+// only where it could read them itself. A process whose user cannot be
+// read (it exited) gets nobody's: world-readable files of root or nobody.
+func fileUser(pid int) *targetfile.User {
+	if u, err := procmaps.FileUser(pid); err == nil {
+		return u
+	}
+	return &targetfile.User{UID: math.MaxUint32, GID: math.MaxUint32}
 }
 
 // sourceFrames returns the cached source frames of vaddr, reading the
