@@ -51,7 +51,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		copy(p, r.b[:r.n])
 		return r.n, r.err
 	case <-timer.C:
-		f.stalled.Store(true)
+		if !f.stalled.Swap(true) {
+			stalled(f.f.Name())
+		}
 		return 0, &Error{f.f.Name(), ErrStalled}
 	}
 }

@@ -105,6 +105,36 @@ func isPending(key string) bool {
 	return pending.n[key] > 0
 }
 
+// stalls counts the files given up at their deadline, for StallNote.
+var stalls struct {
+	sync.Mutex
+	n     int
+	first string
+}
+
+func stalled(name string) {
+	stalls.Lock()
+	defer stalls.Unlock()
+	if stalls.n++; stalls.n == 1 {
+		stalls.first = name
+	}
+}
+
+// StallNote is a one-line note for the user when files were given up at
+// their deadline in this process (by an open or a read), "" when none
+// were: the frames in them may lack names, lines or whole stacks.
+func StallNote() string {
+	stalls.Lock()
+	defer stalls.Unlock()
+	switch stalls.n {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf("%s did not answer within %v and was given up (a FUSE or network mount?): frames there may lack names", stalls.first, DefaultDeadline)
+	}
+	return fmt.Sprintf("%d files did not answer within %v and were given up, the first %s (a FUSE or network mount?): frames there may lack names", stalls.n, DefaultDeadline, stalls.first)
+}
+
 // openHook, when a test sets it, runs before each open's system calls:
 // a file system that does not answer, on demand.
 var openHook atomic.Pointer[func(name string)]
@@ -134,6 +164,7 @@ func (o Opener) run(name string, openPath func() (int, error)) (*File, error) {
 	case r := <-done:
 		return r.f, r.err
 	case <-timer.C:
+		stalled(name)
 		addPending(key, 1)
 		go func() {
 			if r := <-done; r.f != nil {

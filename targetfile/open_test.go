@@ -157,6 +157,9 @@ func TestOpenDeadline(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("stuck open returned after %v", took)
 	}
+	if note := StallNote(); !strings.Contains(note, "stuck/a") {
+		t.Errorf("StallNote() = %q, want it to name the file given up", note)
+	}
 	var hooked atomic.Bool
 	setHook(&openHook, func(string) { hooked.Store(true) })
 	if _, err := o.Open(filepath.Join(dir, "stuck", "b")); !errors.Is(err, ErrStalled) || hooked.Load() {

@@ -12,6 +12,7 @@ import (
 	"stacktop/internal/resolve"
 	"stacktop/procmaps"
 	"stacktop/profile"
+	"stacktop/targetfile"
 	"stacktop/unwind"
 )
 
@@ -531,6 +532,9 @@ func (e *Engine) Stats() Stats {
 		s.Interrupts[k] = v
 	}
 	if n := e.res.GoStackNote(); n != "" {
+		s.Notes = append(s.Notes, n)
+	}
+	if n := targetfile.StallNote(); n != "" {
 		s.Notes = append(s.Notes, n)
 	}
 	s.Notes = append(s.Notes, e.st.notes...)

@@ -15,6 +15,7 @@ import (
 	"stacktop/procmaps"
 	"stacktop/profile"
 	"stacktop/ptrace"
+	"stacktop/targetfile"
 	"stacktop/unwind"
 )
 
@@ -222,6 +223,9 @@ func Run(tracer *ptrace.Tracer, pid int, opt Options) (res *Result, err error) {
 	res.Pauses.summarize(res.Threads)
 	res.Wall = time.Since(start)
 	if n := r.GoStackNote(); n != "" {
+		res.Notes = append(res.Notes, n)
+	}
+	if n := targetfile.StallNote(); n != "" {
 		res.Notes = append(res.Notes, n)
 	}
 	if len(res.Threads) == 0 {
