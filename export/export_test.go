@@ -160,3 +160,54 @@ func TestPprofSampleTypes(t *testing.T) {
 		}
 	}
 }
+
+// TestPprofUnnamedFrames: a frame stacktop could not name is a location
+// with its address and mapping and no line, and the mapping's Has* flags
+// say what all its locations have: pprof's symbolizer leaves alone a
+// mapping with any flag set.
+func TestPprofUnnamedFrames(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	p := profile.New(42, "fixture", start, 10*time.Millisecond)
+	prog := profile.Frame{Module: "/usr/bin/fixture", BuildID: "abcd", MapStart: 0x400000, MapLimit: 0x500000, MapOffset: 0x1000}
+	libc := profile.Frame{Module: "/lib/libc.so.6", BuildID: "ef01", MapStart: 0x7f0000, MapLimit: 0x7f8000}
+	at := func(m profile.Frame, pc uint64, fn, file string, line int) profile.Frame {
+		m.PC, m.Function, m.File, m.Line = pc, fn, file, line
+		return m
+	}
+	p.Add(profile.Sample{TID: 1, Time: start, Frames: []profile.Frame{
+		at(libc, 0x7f0010, "read", "read.c", 26),
+		at(prog, 0x401010, "", "", 0), // stripped: no name
+		at(prog, 0x401100, "main", "", 0),
+	}})
+	out := BuildPprof(p)
+	var progMap, libcMap *pprof.Mapping
+	for _, m := range out.Mapping {
+		switch m.File {
+		case prog.Module:
+			progMap = m
+		case libc.Module:
+			libcMap = m
+		}
+	}
+	if progMap == nil || libcMap == nil {
+		t.Fatalf("mappings %v", out.Mapping)
+	}
+	if progMap.HasFunctions || progMap.HasFilenames || progMap.HasLineNumbers || progMap.HasInlineFrames {
+		t.Errorf("the program's mapping, with an unnamed frame, claims symbols: %+v", progMap)
+	}
+	if !libcMap.HasFunctions || !libcMap.HasFilenames || !libcMap.HasLineNumbers || !libcMap.HasInlineFrames {
+		t.Errorf("libc's mapping, named with lines, does not say so: %+v", libcMap)
+	}
+	if progMap.BuildID != "abcd" || progMap.Offset != 0x1000 {
+		t.Errorf("the program's mapping lost its build ID or offset: %+v", progMap)
+	}
+	for _, loc := range out.Location {
+		if loc.Address == 0x401010 {
+			if len(loc.Line) != 0 || loc.Mapping != progMap {
+				t.Errorf("unnamed frame: lines %v, mapping %v; want none, the program's", loc.Line, loc.Mapping)
+			}
+			return
+		}
+	}
+	t.Error("no location for the unnamed frame")
+}

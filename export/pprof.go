@@ -63,10 +63,12 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 		k := mapKey{f.Module, f.MapStart, f.MapLimit}
 		m := mappings[k]
 		if m == nil {
+			// The Has* flags start true and each location that lacks
+			// what one says clears it (see below).
 			m = &pprof.Mapping{
 				ID: uint64(len(out.Mapping) + 1), Start: f.MapStart, Limit: f.MapLimit,
 				Offset: f.MapOffset, File: f.Module, BuildID: f.BuildID,
-				HasFunctions: true,
+				HasFunctions: true, HasFilenames: true, HasLineNumbers: true, HasInlineFrames: true,
 			}
 			mappings[k] = m
 			out.Mapping = append(out.Mapping, m)
@@ -84,13 +86,42 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 		return fn
 	}
 
+	// symbolized clears the flags of loc's mapping that loc belies. A flag
+	// says what every location of the mapping has, so that pprof's
+	// symbolizer (which leaves a mapping with any flag set alone) names a
+	// mapping where some frames were left unnamed. Lines come from DWARF,
+	// which gives the inlined frames with them.
+	symbolized := func(loc *pprof.Location) {
+		m := loc.Mapping
+		if m == nil {
+			return
+		}
+		if len(loc.Line) == 0 {
+			m.HasFunctions, m.HasFilenames, m.HasLineNumbers, m.HasInlineFrames = false, false, false, false
+			return
+		}
+		for _, l := range loc.Line {
+			if l.Function.Filename == "" {
+				m.HasFilenames = false
+			}
+			if l.Line == 0 {
+				m.HasLineNumbers, m.HasInlineFrames = false, false
+			}
+		}
+	}
+
 	// locationsOf turns a leaf-first frame list into pprof locations,
-	// folding inlined frames into the location of the PC they share.
+	// folding inlined frames into the location of the PC they share. A
+	// frame stacktop could not name is a location with its address and
+	// mapping and no line: pprof, or a back end with the debug file,
+	// names it later (text outputs show "module+0xoff" instead).
 	locationsOf := func(frames []profile.Frame) []*pprof.Location {
 		var locs []*pprof.Location
 		var lines []pprof.Line
 		for i, f := range frames {
-			lines = append(lines, pprof.Line{Function: functionFor(f), Line: int64(f.Line)})
+			if f.Function != "" {
+				lines = append(lines, pprof.Line{Function: functionFor(f), Line: int64(f.Line)})
+			}
 			if f.Inlined && i+1 < len(frames) {
 				continue // the outer frame at the same PC closes the location
 			}
@@ -100,6 +131,7 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 				loc = &pprof.Location{ID: uint64(len(out.Location) + 1), Mapping: mappingFor(f), Address: f.PC, Line: lines}
 				locations[k] = loc
 				out.Location = append(out.Location, loc)
+				symbolized(loc)
 			}
 			locs = append(locs, loc)
 			lines = nil

@@ -232,12 +232,18 @@ func (d *dict) mapping(f profile.Frame) int32 {
 
 // stack interns a leaf-first frame list; frames inlined at one PC share a
 // Location whose Lines run innermost first, the caller last, as in pprof.
+// A frame stacktop could not name is a Location with its address and
+// mapping (file, offset, build ID) and no Line, for a back end that has
+// the debug file to name it, as the OpenTelemetry eBPF profiler sends
+// native frames.
 func (d *dict) stack(frames []profile.Frame) int32 {
 	var locs []int32
 	var lines []*profpb.Line
 	var key []byte
 	for i, f := range frames {
-		lines = append(lines, &profpb.Line{FunctionIndex: d.function(f), Line: int64(f.Line)})
+		if f.Function != "" {
+			lines = append(lines, &profpb.Line{FunctionIndex: d.function(f), Line: int64(f.Line)})
+		}
 		if f.Inlined && i+1 < len(frames) {
 			continue
 		}
