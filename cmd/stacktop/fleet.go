@@ -20,6 +20,7 @@ type fleetFlags struct {
 	otlpSet      bool
 	otlpProtocol string
 	pyroscope    string
+	pyroAuth     fleet.PyroscopeAuth
 	appName      string
 	tags         map[string]string
 	interval     time.Duration
@@ -35,6 +36,10 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	})
 	fs.StringVar(&f.otlpProtocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_[PROFILES_]PROTOCOL, else grpc)")
 	fs.StringVar(&f.pyroscope, "pyroscope", "", "send a profile every --upload-interval to this Pyroscope server's /ingest (e.g. http://pyroscope:4040)")
+	fs.StringVar(&f.pyroAuth.TenantID, "pyroscope-tenant", "", "Pyroscope tenant (X-Scope-OrgID) (default: $PYROSCOPE_TENANT_ID)")
+	fs.StringVar(&f.pyroAuth.BasicAuthUser, "pyroscope-user", "", "Pyroscope basic-auth user (default: $PYROSCOPE_BASIC_AUTH_USER)")
+	fs.StringVar(&f.pyroAuth.BasicAuthPassword, "pyroscope-password", "", "Pyroscope basic-auth password (default: $PYROSCOPE_BASIC_AUTH_PASSWORD, better: a flag's value is visible to every user in ps)")
+	fs.StringVar(&f.pyroAuth.BearerToken, "pyroscope-token", "", "Pyroscope bearer token (default: $PYROSCOPE_AUTH_TOKEN, better: a flag's value is visible to every user in ps)")
 	fs.StringVar(&f.appName, "app-name", "", "Pyroscope application name (default: the executable's name)")
 	f.tags = map[string]string{}
 	fs.Func("tag", "Pyroscope label NAME=VALUE (repeatable)", func(s string) error {
@@ -71,6 +76,37 @@ func (f *fleetFlags) check() error {
 		if err := otlp.CheckEndpoint(f.pyroscope); err != nil {
 			return fmt.Errorf("--pyroscope: %v", err)
 		}
+	}
+	return f.pyroscopeAuth(os.Getenv)
+}
+
+// pyroscopeAuth completes the Pyroscope credentials from the environment,
+// under the names Pyroscope's agents read, where no flag gave them. (The
+// environment is the better place for secrets: a flag's value is in
+// /proc/PID/cmdline for every user to read.) Messages never show a
+// password or token.
+func (f *fleetFlags) pyroscopeAuth(getenv func(string) string) error {
+	a := &f.pyroAuth
+	for _, v := range []struct {
+		value *string
+		env   string
+	}{
+		{&a.TenantID, "PYROSCOPE_TENANT_ID"},
+		{&a.BasicAuthUser, "PYROSCOPE_BASIC_AUTH_USER"},
+		{&a.BasicAuthPassword, "PYROSCOPE_BASIC_AUTH_PASSWORD"},
+		{&a.BearerToken, "PYROSCOPE_AUTH_TOKEN"},
+	} {
+		if *v.value == "" {
+			*v.value = getenv(v.env)
+		}
+	}
+	switch {
+	case a.BasicAuthUser != "" && a.BearerToken != "":
+		return fmt.Errorf("--pyroscope: basic auth (user %q) and a bearer token: give one", a.BasicAuthUser)
+	case a.BasicAuthUser != "" && a.BasicAuthPassword == "":
+		return fmt.Errorf("--pyroscope-user %q: no password (set PYROSCOPE_BASIC_AUTH_PASSWORD)", a.BasicAuthUser)
+	case a.BasicAuthUser == "" && a.BasicAuthPassword != "":
+		return fmt.Errorf("a Pyroscope password without a user: give --pyroscope-user or PYROSCOPE_BASIC_AUTH_USER")
 	}
 	return nil
 }
@@ -118,7 +154,7 @@ func (f *fleetFlags) start(src fleet.Source, pid int, cmdArgs []string, rate flo
 		default:
 			app = filepath.Base(procmaps.Executable(pid))
 		}
-		sinks = append(sinks, &fleet.PyroscopeSink{URL: f.pyroscope, AppName: app, Tags: f.tags, Rate: rate})
+		sinks = append(sinks, &fleet.PyroscopeSink{URL: f.pyroscope, AppName: app, Tags: f.tags, Rate: rate, Auth: f.pyroAuth})
 	}
 	return fleet.New(src, sinks, fleet.Options{Interval: f.interval, Log: log}), nil
 }

@@ -278,11 +278,16 @@ func TestRecordPyroscope(t *testing.T) {
 			fail("no profile field")
 			return
 		}
+		if user, pw, ok := r.BasicAuth(); !ok || user != "ci" || pw != "s3cret-pw" || r.Header.Get("X-Scope-OrgID") != "team-a" {
+			fail("credentials " + r.Header.Get("Authorization") + ", tenant " + r.Header.Get("X-Scope-OrgID"))
+			return
+		}
 		mu.Lock()
 		uploads = append(uploads, p)
 		queries = append(queries, r.URL.RawQuery)
 		mu.Unlock()
 	}))
+	t.Setenv("PYROSCOPE_BASIC_AUTH_PASSWORD", "s3cret-pw")
 	defer srv.Close()
 	var got map[string]int64
 	for _, d := range []string{"3s", "6s", "12s"} { // longer when the machine is loaded
@@ -291,7 +296,8 @@ func TestRecordPyroscope(t *testing.T) {
 		mu.Unlock()
 		local := filepath.Join(t.TempDir(), "local.pb.gz")
 		code, stderr := record(t, "-p", strconv.Itoa(tg.PID()), "--rate", "499", "--duration", d, "--upload-interval", "1s",
-			"--pyroscope", srv.URL, "--app-name", "split-test", "--tag", "env=ci", "--tag", "region=here", "-o", local)
+			"--pyroscope", srv.URL, "--app-name", "split-test", "--tag", "env=ci", "--tag", "region=here",
+			"--pyroscope-tenant", "team-a", "--pyroscope-user", "ci", "-o", local)
 		if code != exitRecordOK {
 			t.Fatalf("exit %d\n%s", code, stderr)
 		}
@@ -314,14 +320,18 @@ func TestRecordPyroscope(t *testing.T) {
 			for k, v := range qv {
 				q[k] = v[0]
 			}
-			if q["name"] != "split-test.cpu{env=ci,region=here}" || q["format"] != "pprof" || q["spyName"] != "stacktop" || q["sampleRate"] != "499" {
+			if q["name"] != "split-test{env=ci,region=here}" || q["spyName"] != "stacktop" || q["sampleRate"] != "499" ||
+				q["units"] != "samples" || q["aggregationType"] != "sum" {
 				t.Errorf("query %s", queries[i])
 			}
 			from, err1 := strconv.ParseInt(q["from"], 10, 64)
 			until, err2 := strconv.ParseInt(q["until"], 10, 64)
-			if err1 != nil || err2 != nil || until <= from || time.Since(time.Unix(from, 0)) > time.Minute {
-				t.Errorf("time range %s..%s", q["from"], q["until"])
+			if err1 != nil || err2 != nil || until <= from || time.Since(time.Unix(0, from)) > time.Minute {
+				t.Errorf("time range %s..%s (nanoseconds)", q["from"], q["until"])
 			}
+		}
+		if strings.Contains(stderr, "s3cret-pw") {
+			t.Errorf("the password is shown:\n%s", stderr)
 		}
 		diffCounts(t, "Pyroscope uploads", got, pprofFolded(t, readPprof(t, local)))
 		if _, n := foldedSplit(got).split(); n >= minSplitSamples {
@@ -346,6 +356,8 @@ func TestFleetFlagErrors(t *testing.T) {
 		{[]string{"--otlp", ""}, nil, "no endpoint"},
 		{[]string{"--otlp", "c:1", "--otlp-protocol", "http/json"}, nil, "grpc and http/protobuf"},
 		{[]string{"--tag", "bad"}, nil, "NAME=VALUE"},
+		{[]string{"--pyroscope", "http://p:4040", "--pyroscope-user", "u"}, []string{"PYROSCOPE_BASIC_AUTH_PASSWORD=", "PYROSCOPE_AUTH_TOKEN="}, "no password"},
+		{[]string{"--pyroscope", "http://p:4040", "--pyroscope-user", "u", "--pyroscope-password", "pw"}, []string{"PYROSCOPE_AUTH_TOKEN=t0ken"}, "give one"},
 		{nil, []string{"OTEL_EXPORTER_OTLP_PROFILES_ENDPOINT=c:1", "OTEL_EXPORTER_OTLP_TIMEOUT=soon"}, "OTEL_EXPORTER_OTLP_TIMEOUT"},
 	} {
 		cmd := exec.Command(stacktopBin, append([]string{"record", "-p", "1"}, tc.args...)...)

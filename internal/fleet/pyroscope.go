@@ -8,6 +8,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"path"
 	"regexp"
 	"sort"
 	"strconv"
@@ -19,18 +20,43 @@ import (
 	"stacktop/profile"
 )
 
-// PyroscopeSink sends windows to Grafana Pyroscope's HTTP ingest API:
-// POST BASE/ingest?name=APP.cpu{k=v,...}&from=..&until=..&format=pprof
-// (APP.wall for a wall-clock profile, record --idle),
-// the gzipped pprof in a multipart form field named "profile", as
-// Pyroscope's own Go agent does.
+// PyroscopeSink sends windows to Grafana Pyroscope's HTTP ingest API as
+// Pyroscope's own Go agent (grafana/pyroscope-go, upstream/remote) does:
+// POST BASE/ingest?name=APP{k=v,...}&from=NS&until=NS&spyName=..&
+// sampleRate=..&units=samples&aggregationType=sum, the gzipped pprof in a
+// multipart form file "profile" (profile.pprof). The name is the
+// application's, without a ".cpu" or ".wall" suffix: Pyroscope takes it
+// as the service name and the kind of profile from the pprof sample types
+// (cpu or wall nanoseconds), so one application is one service.
 type PyroscopeSink struct {
 	URL     string            // the server, e.g. http://pyroscope:4040
-	AppName string            // e.g. myapp; ".cpu" (".wall") is appended unless it has a dot
+	AppName string            // e.g. myapp
 	Tags    map[string]string // labels
 	Rate    float64           // samples per second, for sampleRate
 	Client  *http.Client      // nil: a client with a 30 s timeout
-	Headers map[string]string // e.g. X-Scope-OrgID for multi-tenant servers
+	Auth    PyroscopeAuth
+}
+
+// PyroscopeAuth is what a Pyroscope server behind an authenticating proxy,
+// or a hosted one, asks of an upload. Its values are never printed.
+type PyroscopeAuth struct {
+	TenantID          string // X-Scope-OrgID, for a multi-tenant server
+	BasicAuthUser     string // with BasicAuthPassword: HTTP basic auth
+	BasicAuthPassword string
+	BearerToken       string // Authorization: Bearer (not with basic auth)
+}
+
+// apply sets a's headers on req.
+func (a PyroscopeAuth) apply(req *http.Request) {
+	switch {
+	case a.BasicAuthUser != "":
+		req.SetBasicAuth(a.BasicAuthUser, a.BasicAuthPassword)
+	case a.BearerToken != "":
+		req.Header.Set("Authorization", "Bearer "+a.BearerToken)
+	}
+	if a.TenantID != "" {
+		req.Header.Set("X-Scope-OrgID", a.TenantID)
+	}
 }
 
 // labelName is what Pyroscope accepts as a label name.
@@ -48,26 +74,16 @@ func ParseTag(s string) (k, v string, err error) {
 	return k, v, nil
 }
 
-// Name is the series name Pyroscope files the profiles under: the
-// application name with the kind of profile, ".cpu" on-CPU and ".wall" for
-// a wall-clock profile (wall), as Pyroscope's own agents name them, so the
-// two kinds never share a series.
-func (s *PyroscopeSink) Name(wall bool) string {
-	app := s.AppName
-	if !strings.Contains(app, ".") {
-		if wall {
-			app += ".wall"
-		} else {
-			app += ".cpu"
-		}
-	}
+// Name is the series name Pyroscope files the profiles under, in the Go
+// agent's form: the application name and the labels, sorted, in braces.
+func (s *PyroscopeSink) Name() string {
 	keys := make([]string, 0, len(s.Tags))
 	for k := range s.Tags {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var b strings.Builder
-	b.WriteString(app)
+	b.WriteString(s.AppName)
 	b.WriteByte('{')
 	for i, k := range keys {
 		if i > 0 {
@@ -79,7 +95,13 @@ func (s *PyroscopeSink) Name(wall bool) string {
 	return b.String()
 }
 
-func (s *PyroscopeSink) String() string { return "pyroscope " + s.URL }
+// String names the server, without credentials a URL may carry.
+func (s *PyroscopeSink) String() string {
+	if u, err := url.Parse(s.URL); err == nil {
+		return "pyroscope " + u.Redacted()
+	}
+	return "pyroscope"
+}
 
 func (s *PyroscopeSink) Close() error {
 	if s.Client != nil {
@@ -117,25 +139,27 @@ func (s *PyroscopeSink) Send(ctx context.Context, w *profile.Profile) error {
 		return fmt.Errorf("pyroscope: encoding: %w", err)
 	}
 	from := w.Start
-	until := w.Start.Add(w.Duration())
+	until := w.Start.Add(max(w.Duration(), time.Second)) // never an empty range
 	q := url.Values{}
-	q.Set("name", s.Name(w.Wall))
-	q.Set("from", strconv.FormatInt(from.Unix(), 10))
-	q.Set("until", strconv.FormatInt(max(until.Unix(), from.Unix()+1), 10))
-	q.Set("format", "pprof")
+	q.Set("name", s.Name())
+	q.Set("from", strconv.FormatInt(from.UnixNano(), 10))
+	q.Set("until", strconv.FormatInt(until.UnixNano(), 10))
 	q.Set("spyName", "stacktop")
-	if s.Rate > 0 {
-		q.Set("sampleRate", strconv.Itoa(int(s.Rate+0.5)))
+	q.Set("sampleRate", strconv.Itoa(int(s.Rate+0.5)))
+	q.Set("units", "samples")
+	q.Set("aggregationType", "sum")
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return fmt.Errorf("pyroscope: %w", err)
 	}
-	u := strings.TrimRight(s.URL, "/") + "/ingest?" + q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, &body)
+	u.Path = path.Join(u.Path, "ingest")
+	u.RawQuery = q.Encode()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), &body)
 	if err != nil {
 		return fmt.Errorf("pyroscope: %w", err)
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
-	for k, v := range s.Headers {
-		req.Header.Set(k, v)
-	}
+	s.Auth.apply(req)
 	hc := s.Client
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
