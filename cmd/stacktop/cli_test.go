@@ -188,13 +188,7 @@ func TestSFrameExitCodes(t *testing.T) {
 // message saying so) instead of printing stacks of zeros.
 func Test32BitRefused(t *testing.T) {
 	needRoot(t)
-	probe := exec.Command(targets.Path("i386"))
-	if err := probe.Start(); errors.Is(err, syscall.ENOEXEC) {
-		t.Skip("this kernel runs no 32-bit programs (IA32 emulation is off)")
-	} else if err == nil {
-		probe.Process.Kill()
-		probe.Wait()
-	}
+	targets.SkipUnlessRunnable(t, "i386")
 	tg := targets.Start(t, "i386")
 	pid := strconv.Itoa(tg.PID())
 	checkAttachFailure(t, stacktop(t, "dump", "-p", pid), "32-bit program")

@@ -117,6 +117,7 @@ func TestDumpNoCFINoFP(t *testing.T) {
 // error (dump exits 2), not walked as if it were 64-bit.
 func TestRefuse32Bit(t *testing.T) {
 	needPtrace(t)
+	targets.SkipUnlessRunnable(t, "i386")
 	tg := targets.Start(t, "i386")
 	res, err := Run(newTracer(t), tg.PID(), Options{})
 	if !errors.Is(err, resolve.ErrNot64Bit) {

@@ -424,3 +424,18 @@ func (b *LockedBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// SkipUnlessRunnable skips the test when this kernel cannot execute the
+// target NAME at all (a 32-bit program where IA32 emulation is off).
+func SkipUnlessRunnable(tb testing.TB, name string) {
+	tb.Helper()
+	probe := exec.Command(Path(name))
+	err := probe.Start()
+	if errors.Is(err, syscall.ENOEXEC) {
+		tb.Skipf("targets: this kernel cannot execute %s: %v", name, err)
+	}
+	if err == nil {
+		probe.Process.Kill()
+		probe.Wait()
+	}
+}
