@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"stacktop/profile"
 )
@@ -23,6 +25,12 @@ type FlameGraphOptions struct {
 	// instead of alphabetically as flamegraph.pl does. Alphabetical order
 	// keeps a frame in the same place from one recording to the next.
 	SortByTotal bool
+	// Base, when set, makes a differential flame graph, as Brendan Gregg's
+	// difffolded.pl and flamegraph.pl draw one: the frames and widths are
+	// the profile's, and each frame is red where its share of all
+	// samples grew since Base and blue where it shrank, the deeper the
+	// more it changed. Frames only Base has are not drawn.
+	Base *profile.Profile
 }
 
 // Geometry of the drawing, in pixels; the values are flamegraph.pl's so the
@@ -48,13 +56,54 @@ type fgFrame struct {
 	name, module string
 	start, n     int64 // samples to the left of the frame, and the frame's own
 	depth        int   // 0 is the synthetic root "all"
+	// delta is, in a differential graph, the change of the frame's share
+	// of all samples since the base profile, in percentage points.
+	delta float64
+}
+
+// fgUnit says what a frame's samples amount to: time (CPU time in an
+// on-CPU profile, whose samples weigh the CPU time their thread used in
+// periods; wall time under --idle), or plain samples where the profile
+// has no period (read from folded stacks).
+type fgUnit struct {
+	period time.Duration
+	kind   string // "CPU" or "wall"
+}
+
+func fgUnitOf(p *profile.Profile) fgUnit {
+	u := fgUnit{period: p.Period, kind: "CPU"}
+	if p.Wall {
+		u.kind = "wall"
+	}
+	return u
+}
+
+// amount is n samples in the profile's unit: "3.00 s CPU", "1 sample".
+func (u fgUnit) amount(n int64) string {
+	if u.period <= 0 {
+		if n == 1 {
+			return "1 sample"
+		}
+		return strconv.FormatInt(n, 10) + " samples"
+	}
+	d := time.Duration(n) * u.period
+	switch {
+	case d >= time.Second:
+		return strconv.FormatFloat(d.Seconds(), 'f', 2, 64) + " s " + u.kind
+	case d >= time.Millisecond:
+		return strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64) + " ms " + u.kind
+	}
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 0, 64) + " µs " + u.kind
 }
 
 // WriteFlameGraph draws the profile as a self-contained SVG flame graph:
 // the root at the bottom, each frame as wide as its share of the samples,
 // callees stacked above callers. Frames narrower than 0.1% of the samples
 // are left out (their callers keep their full width). Each frame carries a
-// <title> tooltip "name (N samples, P%)" and its module's file name. Embedded
+// <title> tooltip "name (AMOUNT, P%)", AMOUNT the frame's CPU or wall time
+// ("3.00 s CPU") or, for a profile without a period, its samples (a
+// differential graph adds ", was Q%", the share in the base), and its
+// module's file name. Embedded
 // JavaScript (no external files) shows the hovered frame's name, module,
 // samples and share on the details line, zooms into a clicked frame, resets
 // the zoom, and searches frames by regular expression (the Search button or
@@ -78,12 +127,24 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 	if minSamples < 1 {
 		minSamples = 1
 	}
+	var baseRoot *profile.Node
+	if opt.Base != nil {
+		baseRoot = opt.Base.Aggregate(0).Tree()
+	}
 	var frames []fgFrame
 	omitted := int64(0) // frames left out, for the footer
 	maxDepth := 0
-	var walk func(n *profile.Node, start int64, depth int)
-	walk = func(n *profile.Node, start int64, depth int) {
-		frames = append(frames, fgFrame{name: n.Name, module: n.Module, start: start, n: n.Total, depth: depth})
+	maxDelta := 0.0 // the largest change of a frame's share, for the colours
+	var walk func(n, base *profile.Node, start int64, depth int)
+	walk = func(n, base *profile.Node, start int64, depth int) {
+		f := fgFrame{name: n.Name, module: n.Module, start: start, n: n.Total, depth: depth}
+		if baseRoot != nil {
+			f.delta = shareDelta(n, base, total, baseRoot.Total)
+			if depth > 0 {
+				maxDelta = max(maxDelta, math.Abs(f.delta))
+			}
+		}
+		frames = append(frames, f)
 		maxDepth = max(maxDepth, depth)
 		kids := n.Children
 		if !opt.SortByTotal {
@@ -95,7 +156,7 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 		x := start
 		for _, c := range kids {
 			if c.Total >= minSamples {
-				walk(c, x, depth+1)
+				walk(c, childNamed(base, c), x, depth+1)
 			} else {
 				omitted++
 			}
@@ -103,8 +164,9 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 		}
 	}
 	if total > 0 {
-		walk(root, 0, 0)
+		walk(root, baseRoot, 0, 0)
 	}
+	unit := fgUnitOf(p)
 
 	imageHeight := fgPadTop + (maxDepth+1)*fgFrameHeight + fgPadBottom
 	plotWidth := float64(width - 2*fgPadX)
@@ -142,21 +204,34 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 		fw := float64(f.n) * scale
 		y := imageHeight - fgPadBottom - (f.depth+1)*fgFrameHeight
 		share := 100 * float64(f.n) / float64(total)
-		samples := "samples"
-		if f.n == 1 {
-			samples = "sample"
+		amount := unit.amount(f.n)
+		was := "" // in a differential graph, the frame's share in the base
+		if baseRoot != nil {
+			was = strconv.FormatFloat(max(share-f.delta, 0), 'f', 2, 64) + "%"
 		}
 		// data-s/data-n/data-d are the frame in sample units, which is
 		// what the script zooms with; pixel positions are derived.
-		// data-m is the module's file name, for the details line.
-		fmt.Fprintf(bw, `<g class="f" data-s="%d" data-n="%d" data-d="%d"`, f.start, f.n, f.depth)
+		// data-m is the module's file name and data-a the frame's amount
+		// (time or samples), for the details line.
+		fmt.Fprintf(bw, `<g class="f" data-s="%d" data-n="%d" data-d="%d" data-a="%s"`, f.start, f.n, f.depth, xmlEscape(amount))
 		if f.module != "" {
 			fmt.Fprintf(bw, ` data-m="%s"`, xmlEscape(profile.ModuleBase(f.module)))
 		}
+		if was != "" {
+			fmt.Fprintf(bw, ` data-b="%s"`, was)
+		}
 		bw.WriteString(">")
-		fmt.Fprintf(bw, `<title>%s (%d %s, %.2f%%)</title>`, xmlEscape(f.name), f.n, samples, share)
+		if was != "" {
+			fmt.Fprintf(bw, `<title>%s (%s, %.2f%%, was %s)</title>`, xmlEscape(f.name), xmlEscape(amount), share, was)
+		} else {
+			fmt.Fprintf(bw, `<title>%s (%s, %.2f%%)</title>`, xmlEscape(f.name), xmlEscape(amount), share)
+		}
+		fill := fgColor(f)
+		if baseRoot != nil {
+			fill = fgDiffColor(f.delta, maxDelta)
+		}
 		fmt.Fprintf(bw, `<rect x="%s" y="%d" width="%s" height="%d" fill="%s" rx="2" ry="2"/>`,
-			fgCoord(x), y, fgCoord(fw), fgFrameHeight-1, fgColor(f))
+			fgCoord(x), y, fgCoord(fw), fgFrameHeight-1, fill)
 		fmt.Fprintf(bw, `<text x="%s" y="%s">%s</text>`,
 			fgCoord(x+3), fgCoord(float64(y)+fgFrameHeight-4.5), xmlEscape(fgLabel(f.name, fw)))
 		bw.WriteString("</g>\n")
@@ -167,6 +242,47 @@ func WriteFlameGraph(w io.Writer, p *profile.Profile, opt FlameGraphOptions) err
 
 // fgCoord formats a pixel coordinate; two decimals are finer than any
 // screen and keep the file small.
+// shareDelta is the change, in percentage points of all samples, of a
+// frame's share from base (nil: the frame is new) to n.
+func shareDelta(n, base *profile.Node, total, baseTotal int64) float64 {
+	now := 100 * float64(n.Total) / float64(total)
+	if base == nil || baseTotal == 0 {
+		return now
+	}
+	return now - 100*float64(base.Total)/float64(baseTotal)
+}
+
+// childNamed is parent's child that is the same frame as c, nil if none.
+func childNamed(parent, c *profile.Node) *profile.Node {
+	if parent == nil {
+		return nil
+	}
+	for _, b := range parent.Children {
+		if b.Name == c.Name && b.Module == c.Module {
+			return b
+		}
+	}
+	return nil
+}
+
+// fgDiffColor is flamegraph.pl's differential colouring: red for a frame
+// that grew, blue for one that shrank, white for no change, saturated at
+// the largest change in the graph.
+func fgDiffColor(delta, maxDelta float64) string {
+	v := 0
+	if maxDelta > 0 {
+		v = int(210 * math.Abs(delta) / maxDelta)
+	}
+	fade := strconv.Itoa(255 - v)
+	switch {
+	case delta > 0:
+		return "rgb(255," + fade + "," + fade + ")"
+	case delta < 0:
+		return "rgb(" + fade + "," + fade + ",255)"
+	}
+	return "rgb(255,255,255)"
+}
+
 func fgCoord(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // fgLabel is the part of name that fits in a frame w pixels wide: all of
@@ -236,7 +352,7 @@ var frames = [], zoomed = null, searchRe = null;
 function attr(e, n) { return parseInt(e.getAttribute(n), 10); }
 function frameName(g) {
 	var t = g.getElementsByTagName("title")[0].textContent;
-	var m = /^([\s\S]*) \(\d+ samples?, [\d.]+%\)$/.exec(t);
+	var m = /^([\s\S]*) \([^()]*\)$/.exec(t);
 	return m ? m[1] : t;
 }
 function label(name, w) {
@@ -300,12 +416,14 @@ function search(term) {
 	matched.textContent = "Matched: " + (100 * share).toFixed(1) + "%";
 	document.getElementById("search").textContent = "Reset Search";
 }
-// details is the hover line: name, module, samples and share of all samples.
+// details is the hover line: name, module, amount (CPU or wall time, or
+// samples), share of all samples and, in a differential graph, the share
+// in the base.
 function details(f) {
 	var d = f.name;
 	if (f.m) d += " in " + f.m;
-	return d + " (" + f.n + (f.n === 1 ? " sample, " : " samples, ") +
-		(fg.total > 0 ? 100 * f.n / fg.total : 0).toFixed(2) + "%)";
+	return d + " (" + f.a + ", " + (fg.total > 0 ? 100 * f.n / fg.total : 0).toFixed(2) + "%" +
+		(f.b ? ", was " + f.b : "") + ")";
 }
 function askSearch() {
 	var term = prompt("Search frames (regular expression):", searchRe ? searchRe.source : "");
@@ -319,7 +437,8 @@ function init() {
 		var g = gs[i], rect = g.getElementsByTagName("rect")[0];
 		var f = {g: g, rect: rect, text: g.getElementsByTagName("text")[0],
 			s: attr(g, "data-s"), n: attr(g, "data-n"), d: attr(g, "data-d"),
-			name: frameName(g), m: g.getAttribute("data-m") || "", fill: rect.getAttribute("fill")};
+			name: frameName(g), m: g.getAttribute("data-m") || "", a: g.getAttribute("data-a") || "", b: g.getAttribute("data-b") || "",
+			fill: rect.getAttribute("fill")};
 		frames.push(f);
 		g.addEventListener("click", (function (f) { return function () { zoom(f); }; })(f));
 		g.addEventListener("mouseover", (function (f) { return function () {

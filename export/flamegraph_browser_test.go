@@ -153,7 +153,7 @@ func TestFlameGraphInChromium(t *testing.T) {
 	if err := chromedp.Do(bctx, chromedp.MouseEvent(chromedp.MouseMoved, narrow.X+narrow.Width/2, narrow.Y+narrow.Height/2)); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := text("details"), "narrow in spec (4 samples, 4.00%)"; got != want {
+	if got, want := text("details"), "narrow in spec (40.0 ms CPU, 4.00%)"; got != want {
 		t.Errorf("hovering narrow shows %q, want %q", got, want)
 	}
 

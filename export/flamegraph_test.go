@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -60,7 +61,7 @@ type svgFrame struct {
 	s, n, d      int64
 }
 
-var titleRE = regexp.MustCompile(`^([\s\S]*) \((\d+) samples?, ([\d.]+)%\)$`)
+var titleRE = regexp.MustCompile(`^([\s\S]*) \(([^()]*), ([\d.]+)%(?:, was [\d.]+%)?\)$`)
 
 // parseFlameGraph parses the SVG as XML and returns its frames by name, the
 // root element and the script's text.
@@ -95,13 +96,13 @@ func parseFlameGraph(t *testing.T, data []byte) (map[string]svgFrame, *xnode, st
 		}
 		m := titleRE.FindStringSubmatch(title.Text)
 		if m == nil {
-			t.Fatalf("title %q is not \"name (N samples, P%%)\"", title.Text)
+			t.Fatalf("title %q is not \"name (AMOUNT, P%%)\"", title.Text)
 		}
 		f := svgFrame{title: title.Text, label: text.Text,
 			x: num(rect.attr("x")), y: num(rect.attr("y")), width: num(rect.attr("width")),
 			s: int64(num(n.attr("data-s"))), n: int64(num(n.attr("data-n"))), d: int64(num(n.attr("data-d")))}
-		if samples, _ := strconv.ParseInt(m[2], 10, 64); samples != f.n {
-			t.Fatalf("title %q disagrees with data-n %d", title.Text, f.n)
+		if m[2] != n.attr("data-a") {
+			t.Fatalf("title %q disagrees with data-a %q", title.Text, n.attr("data-a"))
 		}
 		if _, dup := frames[m[1]]; dup {
 			t.Fatalf("frame %q drawn twice", m[1])
@@ -157,7 +158,8 @@ func TestFlameGraphKnownSplit(t *testing.T) {
 	if !(all.y > main.y && main.y > a.y && a.y > hot.y && a.y == b.y && hot.y == cold.y) {
 		t.Errorf("depths not stacked upwards: all %v main %v a %v b %v hot %v cold %v", all.y, main.y, a.y, b.y, hot.y, cold.y)
 	}
-	if hot.title != "hot (300 samples, 75.00%)" || cold.title != "cold (100 samples, 25.00%)" {
+	// knownSplit samples every 10 ms: 300 samples weigh 3 s of CPU.
+	if hot.title != "hot (3.00 s CPU, 75.00%)" || cold.title != "cold (1.00 s CPU, 25.00%)" {
 		t.Errorf("titles %q, %q", hot.title, cold.title)
 	}
 	if main.label != "main" {
@@ -425,4 +427,64 @@ func TestFlameGraphScript(t *testing.T) {
 	check("reset zoom shown", !z.UnzoomHidden)
 	u := got.Unzoom
 	check("unzoom restores", !u.Hot.Hidden && math.Abs(u.Hot.Width-0.75*plot) < 0.01 && !u.Main.Parent && u.UnzoomHidden)
+}
+
+// TestDiffFlameGraph: against a base where hot had 75% and cold 25%, a
+// profile where each has 50% draws hot blue (it shrank) and cold red (it
+// grew), each frame's colour following the sign of its change, and says
+// the change in the tooltip.
+func TestDiffFlameGraph(t *testing.T) {
+	start := time.Unix(1700000000, 0)
+	now := profile.New(42, "fixture", start, 10*time.Millisecond)
+	mod := profile.Frame{Module: "/usr/bin/fixture", MapStart: 0x400000, MapLimit: 0x500000}
+	fr := func(pc uint64, name string) profile.Frame {
+		f := mod
+		f.PC, f.Function = pc, name
+		return f
+	}
+	hot := []profile.Frame{fr(0x401010, "hot"), fr(0x401010, "a"), fr(0x401100, "main")}
+	cold := []profile.Frame{fr(0x402010, "cold"), fr(0x402100, "b"), fr(0x401108, "main")}
+	hot[0].Inlined = true
+	for i := 0; i < 200; i++ {
+		frames := hot
+		if i%2 == 0 {
+			frames = cold
+		}
+		now.Add(profile.Sample{TID: 1, Time: start, Frames: frames})
+	}
+	var buf bytes.Buffer
+	if err := WriteFlameGraph(&buf, now, FlameGraphOptions{Base: knownSplit()}); err != nil {
+		t.Fatal(err)
+	}
+	frames, _, _ := parseFlameGraph(t, buf.Bytes())
+	var root xnode
+	xml.Unmarshal(buf.Bytes(), &root)
+	fills := map[string]string{}
+	root.walk(func(n *xnode) {
+		if n.XMLName.Local == "g" && n.attr("class") == "f" {
+			m := titleRE.FindStringSubmatch(n.child("title").Text)
+			fills[m[1]] = n.child("rect").attr("fill")
+		}
+	})
+	sign := func(fill string) int {
+		var r, g, b int
+		if _, err := fmt.Sscanf(fill, "rgb(%d,%d,%d)", &r, &g, &b); err != nil {
+			t.Fatalf("fill %q: %v", fill, err)
+		}
+		switch {
+		case r == 255 && g == b && b < 255:
+			return 1
+		case b == 255 && r == g && r < 255:
+			return -1
+		}
+		return 0
+	}
+	for name, want := range map[string]int{"hot": -1, "a": -1, "cold": 1, "b": 1, "main": 0} {
+		if got := sign(fills[name]); got != want {
+			t.Errorf("%s drawn %s (sign %d), want sign %d", name, fills[name], got, want)
+		}
+	}
+	if frames["hot"].title != "hot (1.00 s CPU, 50.00%, was 75.00%)" || frames["cold"].title != "cold (1.00 s CPU, 50.00%, was 25.00%)" {
+		t.Errorf("titles %q, %q do not give the change", frames["hot"].title, frames["cold"].title)
+	}
 }

@@ -34,10 +34,10 @@ func TestThreadsOption(t *testing.T) {
 	// frame groups directly.
 	svg := string(write(FormatSVG))
 	for _, want := range []string{
-		`data-n="300" data-d="1"><title>hot-worker 1 (300 samples, 75.00%)</title>`,
-		`data-n="100" data-d="1"><title>cold-worker 2 (100 samples, 25.00%)</title>`,
-		`data-n="300" data-d="2" data-m="fixture"><title>main (300 samples`,
-		`data-n="100" data-d="2" data-m="fixture"><title>main (100 samples`,
+		`data-n="300" data-d="1" data-a="3.00 s CPU"><title>hot-worker 1 (3.00 s CPU, 75.00%)</title>`,
+		`data-n="100" data-d="1" data-a="1.00 s CPU"><title>cold-worker 2 (1.00 s CPU, 25.00%)</title>`,
+		`data-n="300" data-d="2" data-a="3.00 s CPU" data-m="fixture"><title>main (3.00 s CPU`,
+		`data-n="100" data-d="2" data-a="1.00 s CPU" data-m="fixture"><title>main (1.00 s CPU`,
 	} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("svg --threads lacks %s", want)

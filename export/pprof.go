@@ -50,9 +50,11 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 	}
 	mappings := map[mapKey]*pprof.Mapping{}
 	functions := map[[2]string]*pprof.Function{}
+	// A location is one PC of one module; frames without an address
+	// (read from folded stacks) are told apart by their names instead.
 	type locKey struct {
-		pc     uint64
-		module string
+		pc           uint64
+		module, name string
 	}
 	locations := map[locKey]*pprof.Location{}
 
@@ -125,7 +127,12 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 			if f.Inlined && i+1 < len(frames) {
 				continue // the outer frame at the same PC closes the location
 			}
-			k := locKey{f.PC, f.Module}
+			k := locKey{pc: f.PC, module: f.Module}
+			if f.PC == 0 {
+				for _, l := range lines {
+					k.name += l.Function.Name + "\x00" + strconv.FormatInt(l.Line, 10) + "\x00"
+				}
+			}
 			loc := locations[k]
 			if loc == nil {
 				loc = &pprof.Location{ID: uint64(len(out.Location) + 1), Mapping: mappingFor(f), Address: f.PC, Line: lines}

@@ -50,7 +50,8 @@ func TestCompletionBash(t *testing.T) {
 		want  []string
 	}{
 		{[]string{"stacktop", "rec"}, []string{"record"}},
-		{[]string{"stacktop", "co"}, []string{"completion"}},
+		{[]string{"stacktop", "co"}, []string{"completion", "convert"}},
+		{[]string{"stacktop", "convert", "x", "--di"}, []string{"--diff"}},
 		{[]string{"stacktop", "record", "--thr"}, []string{"--thread-name", "--threads"}},
 		{[]string{"stacktop", "record", "-q", "--sub"}, []string{"--subprocesses"}},
 		{[]string{"stacktop", "top", "--sort"}, []string{"--sort-total"}},

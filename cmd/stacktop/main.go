@@ -6,6 +6,7 @@
 //	stacktop dump -p PID [--tid LIST] [--json] one-shot stacks of every thread
 //	stacktop record ...                       scripted sampling to profile files
 //	stacktop top ...                          live terminal UI
+//	stacktop convert IN -o OUT [--diff BASE]  another format, or a diff flame graph
 //	stacktop --version                        version and VCS revision
 //	stacktop completion bash|zsh|fish         shell completion script
 //

@@ -46,25 +46,49 @@ func init() {
 
 type recordFlags struct {
 	samplingFlags
+	outputFlags
 	duration time.Duration
-	output   string
-	format   string
 	quiet    bool
-	threads  bool
-	lines    bool
 	fleet    fleetFlags
+}
+
+// outputFlags are the flags of a profile file written, shared by record
+// and convert.
+type outputFlags struct {
+	output  string
+	format  string
+	threads bool
+	lines   bool
+}
+
+func (f *outputFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
+	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
+	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
+	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
+}
+
+// resolve picks the format and the file (chooseOutput) and checks that
+// the options fit the format.
+func (f *outputFlags) resolve() (export.Format, string, error) {
+	format, output, err := chooseOutput(f.format, f.output)
+	if err == nil && f.lines && format != export.FormatFolded {
+		err = fmt.Errorf("--lines names the frames of folded output; the output is %v (pprof carries lines anyway)", format)
+	}
+	return format, output, err
+}
+
+func (f *outputFlags) exportOptions() export.Options {
+	return export.Options{Threads: f.threads, Lines: f.lines}
 }
 
 func runRecord(args []string) int {
 	var f recordFlags
 	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	f.register(fs, "record")
+	f.samplingFlags.register(fs, "record")
 	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C or the process exits)")
-	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
-	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
+	f.outputFlags.register(fs)
 	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
-	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
-	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
 	f.fleet.register(fs)
 	noDebuginfod := registerDebuginfod(fs)
 	fs.Usage = func() {
@@ -93,10 +117,7 @@ func runRecord(args []string) int {
 		fmt.Fprintln(os.Stderr, "stacktop: --otlp and --pyroscope send one process's profile: not with several -p or --subprocesses")
 		return exitUsage
 	}
-	format, output, err := chooseOutput(f.format, f.output)
-	if err == nil && f.lines && format != export.FormatFolded {
-		err = fmt.Errorf("--lines names the frames of folded output; the output is %v (pprof carries lines anyway)", format)
-	}
+	format, output, err := f.outputFlags.resolve()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitUsage
@@ -210,7 +231,7 @@ func runRecord(args []string) int {
 				return status
 			}
 		}
-		xopts := export.Options{Threads: f.threads, Lines: f.lines}
+		xopts := f.exportOptions()
 		var werr error
 		if out != nil {
 			werr = out.Commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
