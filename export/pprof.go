@@ -166,6 +166,9 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 				Label:    map[string][]string{"thread_name": {name}},
 				NumLabel: map[string][]int64{"thread": {int64(tid)}, "pid": {int64(pid)}},
 			}
+			if st := p.StackState(id); st != profile.StateUnknown {
+				s.Label["thread_state"] = []string{st.String()}
+			}
 			out.Sample = append(out.Sample, s)
 		}
 	}

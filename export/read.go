@@ -191,11 +191,25 @@ func fromPprof(in *pprof.Profile) (*profile.Profile, error) {
 		if v := s.NumLabel["pid"]; len(v) == 1 && p.PID == 0 {
 			p.PID = int(v[0])
 		}
+		var state profile.ThreadState
+		if v := s.Label["thread_state"]; len(v) == 1 {
+			state = stateNamed(v[0])
+		}
 		for w := s.Value[value]; w > 0; w -= 1<<31 - 1 { // Add keeps weights in 31 bits per event
-			p.Add(profile.Sample{TID: tid, ThreadName: name, Time: p.Start, Frames: frames, Weight: min(w, 1<<31-1)})
+			p.Add(profile.Sample{TID: tid, ThreadName: name, Time: p.Start, Frames: frames, Weight: min(w, 1<<31-1), State: state})
 		}
 	}
 	return p, nil
+}
+
+// stateNamed is the state a thread_state label names.
+func stateNamed(name string) profile.ThreadState {
+	for s := profile.StateRunning; s <= profile.StateStopped; s++ {
+		if s.String() == name {
+			return s
+		}
+	}
+	return profile.StateUnknown
 }
 
 // pprofValueIndex picks the value a sample counts: "samples", else the

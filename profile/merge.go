@@ -57,7 +57,7 @@ func (m *Merger) Merge(ps ...*Profile) *Profile {
 				}
 				continue
 			}
-			m.ids[i] = append(m.ids[i], m.acc.intern(st))
+			m.ids[i] = append(m.ids[i], m.acc.intern(st, p.StackState(int32(j))))
 			m.seen[i] = append(m.seen[i], st)
 		}
 	}
@@ -71,6 +71,7 @@ func (m *Merger) Merge(ps ...*Profile) *Profile {
 	}
 	n := len(m.acc.Stacks)
 	out.Stacks, out.methods = m.acc.Stacks[:n:n], m.acc.methods[:n:n]
+	out.StackStates = m.acc.StackStates[:len(m.acc.StackStates):len(m.acc.StackStates)]
 	out.uses = make([]int64, n)
 	m.acc.shared = true // out shares the arrays: SetFrames copies them
 	out.Events, out.Threads, out.Folded = nil, map[int]*Thread{}, nil
@@ -173,5 +174,31 @@ func (p *Profile) SelectThreads(keep func(*Thread) bool) *Profile {
 	}
 	q.sealed = len(q.Events)
 	q.index, q.keyBuf = nil, nil
+	return &q
+}
+
+// OnlyStates returns a copy of p with the samples whose thread state keep
+// accepts (StackState of their stack; StateUnknown where the samples
+// carried none), for a view of blocked time only. Stacks and threads are
+// shared with p; the counters are those of the samples kept. The copy is
+// for reading (outputs): nothing may be added to it.
+func (p *Profile) OnlyStates(keep func(ThreadState) bool) *Profile {
+	q := *p
+	q.Events, q.Folded = nil, nil
+	q.Samples, q.Truncated = 0, 0
+	for _, e := range p.Events {
+		if keep(p.StackState(e.Stack)) {
+			q.Events = append(q.Events, e)
+			q.Samples += int64(e.Weight)
+		}
+	}
+	for _, f := range p.Folded {
+		if keep(p.StackState(f.Stack)) {
+			q.Folded = append(q.Folded, f)
+			q.Samples += f.Weight
+		}
+	}
+	q.sealed = len(q.Events)
+	q.shared = true
 	return &q
 }

@@ -108,6 +108,55 @@ type Sample struct {
 	Frames     []Frame // leaf first
 	Weight     int64   // 0 counts as 1
 	Truncated  bool    // the unwinder did not reach the outermost frame
+	// State is what the thread was doing at the sample, where the back
+	// end knows (wall-clock sampling: record --idle); the same frames in
+	// another state are another stack (Profile.StackStates).
+	State ThreadState
+}
+
+// ThreadState is a thread's scheduling state at a sample.
+type ThreadState uint8
+
+const (
+	StateUnknown  ThreadState = iota
+	StateRunning              // on a CPU, or runnable (R)
+	StateSleeping             // waiting for an event: a lock, I/O readiness, a timer (S)
+	StateDiskWait             // in uninterruptible sleep, mostly disk I/O (D)
+	StateStopped              // stopped by a signal or a debugger (T, t)
+)
+
+// String is the state's name as labels carry it: "running", "sleeping",
+// "disk wait", "stopped"; "" for StateUnknown.
+func (s ThreadState) String() string {
+	switch s {
+	case StateRunning:
+		return "running"
+	case StateSleeping:
+		return "sleeping"
+	case StateDiskWait:
+		return "disk wait"
+	case StateStopped:
+		return "stopped"
+	}
+	return ""
+}
+
+// Blocked reports whether the thread was off the CPU, waiting.
+func (s ThreadState) Blocked() bool { return s == StateSleeping || s == StateDiskWait || s == StateStopped }
+
+// StateOfLetter is the state a /proc stat state letter names.
+func StateOfLetter(c byte) ThreadState {
+	switch c {
+	case 'R':
+		return StateRunning
+	case 'S', 'I':
+		return StateSleeping
+	case 'D':
+		return StateDiskWait
+	case 'T', 't':
+		return StateStopped
+	}
+	return StateUnknown
 }
 
 // Event is a run of samples as stored: Weight samples of one thread with
@@ -161,7 +210,11 @@ type Profile struct {
 	// CPU time its thread used, in periods.
 	Wall bool
 
-	Stacks  [][]Frame // interned, leaf first
+	Stacks [][]Frame // interned, leaf first
+	// StackStates holds, where samples carried a state, the thread state
+	// of each of Stacks (nil, or shorter, where none did): the same frames
+	// in two states are two stacks, so counts split by state.
+	StackStates []ThreadState
 	Events  []Event
 	Threads map[int]*Thread
 	// Folded holds the samples of events folded out of the timeline, all
@@ -208,27 +261,45 @@ func New(pid int, command string, start time.Time, period time.Duration) *Profil
 	}
 }
 
-// appendStackKey identifies a stack by its frames' addresses and names: the
-// same PC can stand for several frames when calls were inlined into it.
-func appendStackKey(b []byte, frames []Frame) []byte {
+// appendStackKey identifies a stack by its frames' addresses and names (the
+// same PC can stand for several frames when calls were inlined into it)
+// and the thread state it was sampled in.
+func appendStackKey(b []byte, frames []Frame, state ThreadState) []byte {
 	for _, f := range frames {
 		b = strconv.AppendUint(b, f.PC, 16)
 		b = append(b, 0)
 		b = append(b, f.Function...)
 		b = append(b, 0)
 	}
+	if state != StateUnknown {
+		b = append(b, 1, byte(state))
+	}
 	return b
+}
+
+// StackState is the thread state stack id was sampled in.
+func (p *Profile) StackState(id int32) ThreadState {
+	if id < 0 || int(id) >= len(p.StackStates) {
+		return StateUnknown
+	}
+	return p.StackStates[id]
 }
 
 // intern returns the index of the stack, storing a copy the first time. The
 // key buffer is reused, and a map lookup keyed by string(bytes) does not
 // allocate, so a stack seen before costs no allocation.
-func (p *Profile) intern(frames []Frame) int32 {
-	p.keyBuf = appendStackKey(p.keyBuf[:0], frames)
+func (p *Profile) intern(frames []Frame, state ThreadState) int32 {
+	p.keyBuf = appendStackKey(p.keyBuf[:0], frames, state)
 	if i, ok := p.index[string(p.keyBuf)]; ok {
 		return i
 	}
 	i := int32(len(p.Stacks))
+	if state != StateUnknown || len(p.StackStates) > 0 {
+		for len(p.StackStates) < len(p.Stacks) {
+			p.StackStates = append(p.StackStates, StateUnknown)
+		}
+		p.StackStates = append(p.StackStates, state)
+	}
 	p.Stacks = append(p.Stacks, append([]Frame(nil), frames...))
 	p.index[string(p.keyBuf)] = i
 	p.methods = append(p.methods, methodTally(frames))
@@ -259,7 +330,7 @@ func (p *Profile) SetFrames(id int32, frames []Frame) {
 	p.Stacks[id] = append([]Frame(nil), frames...)
 	p.methods[id] = methodTally(frames)
 	if p.index != nil {
-		p.keyBuf = appendStackKey(p.keyBuf[:0], frames)
+		p.keyBuf = appendStackKey(p.keyBuf[:0], frames, p.StackState(id))
 		if _, ok := p.index[string(p.keyBuf)]; !ok {
 			p.index[string(p.keyBuf)] = id
 		}
@@ -297,7 +368,7 @@ func (p *Profile) Add(s Sample) *Thread {
 	if s.ThreadName != "" {
 		th.Name = s.ThreadName
 	}
-	th.LastStack, th.LastTruncated = p.intern(s.Frames), s.Truncated
+	th.LastStack, th.LastTruncated = p.intern(s.Frames, s.State), s.Truncated
 	p.add(th, s.Time, w, false)
 	return th
 }
@@ -342,6 +413,7 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 func (p *Profile) Snapshot() *Profile {
 	c := *p
 	c.Stacks = p.Stacks[:len(p.Stacks):len(p.Stacks)]
+	c.StackStates = p.StackStates[:len(p.StackStates):len(p.StackStates)]
 	c.Events = p.Events[:len(p.Events):len(p.Events)]
 	c.Threads = make(map[int]*Thread, len(p.Threads))
 	for tid, th := range p.Threads {

@@ -65,6 +65,12 @@ func runConvert(args []string) int {
 		fmt.Fprintln(os.Stderr, "stacktop:", err)
 		return exitConvertBadData
 	}
+	if f.blocked {
+		if p = f.view(p); p.Samples == 0 {
+			fmt.Fprintf(os.Stderr, "stacktop: %s: no sample of a waiting thread (only record --idle labels thread states)\n", in)
+			return exitConvertBadData
+		}
+	}
 	var base *profile.Profile
 	if *diff != "" {
 		if base, err = readProfile(*diff); err != nil {

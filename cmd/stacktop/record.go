@@ -24,6 +24,7 @@ import (
 	"stacktop/internal/session"
 	"stacktop/internal/spawn"
 	"stacktop/procmaps"
+	"stacktop/profile"
 	"stacktop/ptrace"
 )
 
@@ -59,6 +60,7 @@ type outputFlags struct {
 	format  string
 	threads bool
 	lines   bool
+	blocked bool
 }
 
 func (f *outputFlags) register(fs *flag.FlagSet) {
@@ -66,6 +68,16 @@ func (f *outputFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
 	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
 	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
+	fs.BoolVar(&f.blocked, "blocked", false, "only the time threads spent waiting (sleeping, disk wait, stopped): a wall-clock profile's off-CPU part")
+}
+
+// view is what of p the output shows: with --blocked, its samples of
+// threads that were waiting.
+func (f *outputFlags) view(p *profile.Profile) *profile.Profile {
+	if !f.blocked {
+		return p
+	}
+	return p.OnlyStates(profile.ThreadState.Blocked)
 }
 
 // resolve picks the format and the file (chooseOutput) and checks that
@@ -102,6 +114,9 @@ func runRecord(args []string) int {
 		}
 		if f.lines && f.noLines {
 			return fmt.Errorf("--lines names frames by file:line, which --no-lines does not read: give one of them")
+		}
+		if f.blocked && !f.idle {
+			return fmt.Errorf("--blocked shows the time threads spent waiting, which only a wall-clock profile has: add --idle")
 		}
 		return checkDuration("duration", f.duration, maxDuration, flagGiven(fs, "duration"))
 	})
@@ -234,7 +249,7 @@ func runRecord(args []string) int {
 		xopts := f.exportOptions()
 		var werr error
 		if out != nil {
-			werr = out.Commit(func(w io.Writer) error { return export.WriteOptions(w, prof, format, xopts) })
+			werr = out.Commit(func(w io.Writer) error { return export.WriteOptions(w, f.view(prof), format, xopts) })
 		}
 		if werr != nil {
 			fmt.Fprintln(os.Stderr, "stacktop:", werr)

@@ -3,6 +3,7 @@ package otlp
 import (
 	"crypto/rand"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -25,6 +26,10 @@ const (
 	AttrCommandArgs    = "process.command_args"
 	AttrThreadID       = "thread.id"
 	AttrThreadName     = "thread.name"
+	// AttrThreadState is the thread's scheduling state at a wall-clock
+	// sample (profile.ThreadState: running, sleeping, disk wait,
+	// stopped); OpenTelemetry has no convention for it yet.
+	AttrThreadState = "thread.state"
 	AttrBuildIDGNU     = "process.executable.build_id.gnu"
 )
 
@@ -320,9 +325,13 @@ func Build(p *profile.Profile, res Resource) *collpb.ExportProfilesServiceReques
 			if stackIdx[id] == 0 {
 				stackIdx[id] = d.stack(agg.Stacks[id])
 			}
+			sattrs := attrs
+			if st := p.StackState(id); st != profile.StateUnknown {
+				sattrs = append(slices.Clip(attrs), d.attrStr(AttrThreadState, st.String()))
+			}
 			prof.Samples = append(prof.Samples, &profpb.Sample{
 				StackIndex:       stackIdx[id],
-				AttributeIndices: attrs,
+				AttributeIndices: sattrs,
 				Values:           []int64{n},
 			})
 		}

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"time"
 
+	"stacktop/profile"
 	"stacktop/regs"
 )
 
@@ -71,6 +72,10 @@ type Sample struct {
 	// reported -> resume request returned); Total counts from the stop
 	// request. Both are 0 for a back end that does not stop threads.
 	Pause, Total time.Duration
+
+	// State is the thread's state at the sample under wall-clock sampling
+	// (running, or what it waits in); StateUnknown elsewhere.
+	State profile.ThreadState
 
 	// Unchanged reports that the thread has not run since its previous
 	// sample: Regs and Stack are empty and its previous stack stands

@@ -80,6 +80,7 @@ type thread struct {
 	named    time.Time // when name was read
 	stack    []profile.Frame
 	complete bool
+	pending  []unwind.Frame  // stack's frames whose lines were not ready
 	profiled *profile.Thread // its record in the profile, once it has one
 	seen     int64           // the round of its last sample
 }
@@ -93,6 +94,7 @@ type sampled struct {
 	complete bool
 	weight   int64 // in periods; 0 counts as 1
 	reused   bool  // Unchanged: the thread's last stack again
+	state    profile.ThreadState
 	pause    time.Duration
 	total    time.Duration
 	missed   bool // the walk read stack beyond the copy (Stats.StackMissed)
@@ -302,17 +304,18 @@ func (e *Engine) take(s *backend.Sample) {
 		if th.stack == nil {
 			return // nothing to repeat (not since the last exec)
 		}
-		e.batch = append(e.batch, sampled{th: th, at: s.Time, frames: th.stack, complete: th.complete, reused: true})
+		e.batch = append(e.batch, sampled{th: th, at: s.Time, frames: th.stack, complete: th.complete, reused: true,
+			state: s.State, pending: th.pending})
 		return
 	}
 	st := e.res.Resolve(s)
-	th.stack, th.complete = st.Frames, st.Complete
+	th.stack, th.complete, th.pending = st.Frames, st.Complete, st.Pending
 	var weight int64
 	if s.Weight > 0 {
 		weight = max(1, int64((s.Weight+e.opts.Period/2)/e.opts.Period))
 	}
 	e.batch = append(e.batch, sampled{th: th, at: s.Time, frames: st.Frames, complete: st.Complete,
-		weight: weight, pause: s.Pause, total: s.Total, pending: st.Pending, missed: s.StackUse.Missed > 0})
+		weight: weight, pause: s.Pause, total: s.Total, pending: st.Pending, missed: s.StackUse.Missed > 0, state: s.State})
 }
 
 func (e *Engine) finish(now time.Time) {
@@ -337,12 +340,14 @@ func (e *Engine) commit(r *backend.Round, notes []string) {
 	for i := range batch {
 		b := &batch[i]
 		// A thread that did not run repeats the stack the profile holds
-		// as its last (the same as b.frames).
-		if b.reused && b.th.profiled != nil {
+		// as its last (the same as b.frames), unless it is in another
+		// state now (it was running at its last sample): the same frames
+		// in another state are another stack.
+		if b.reused && b.th.profiled != nil && e.prof.StackState(b.th.profiled.LastStack) == b.state {
 			e.prof.Repeat(b.th.profiled, b.at)
 		} else {
 			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: b.at,
-				Frames: b.frames, Truncated: !b.complete, Weight: b.weight})
+				Frames: b.frames, Truncated: !b.complete, Weight: b.weight, State: b.state})
 			e.noteLines(b.th.profiled.LastStack, b)
 		}
 		e.st.samples++

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"stacktop/procmaps"
+	"stacktop/profile"
 )
 
 // Which threads ran since the previous tick.
@@ -42,9 +43,14 @@ type threadState struct {
 	rate    int64 // smoothed CPU time (ns) per decision
 	hasRate bool
 	weight  int64 // of this tick's sample, decided by onCPU
-	// The state read at stateTick: running or runnable (runningAt).
+	// The state read at stateTick: running or runnable (runningAt), and
+	// the thread's state letter then.
 	stateTick    int64
 	stateRunning bool
+	stateLetter  byte
+	// blocked is the state the thread was last found waiting in, for its
+	// wall-clock samples while it does not run (Unchanged ones).
+	blocked profile.ThreadState
 	// modes is the thread's CPU time by mode, and lands where its stops
 	// landed, for place (weight.go).
 	modes cpuModes
@@ -361,7 +367,7 @@ func (r *procRuns) state(th *threadState) (runState, bool) {
 	if err != nil {
 		return runState{}, false
 	}
-	return runState{running: st.State == 'R', user: st.UTime, system: st.STime}, true
+	return runState{running: st.State == 'R', letter: st.State, user: st.UTime, system: st.STime}, true
 }
 
 func (r *procRuns) idle(th *threadState) {

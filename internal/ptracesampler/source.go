@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"stacktop/internal/backend"
+	"stacktop/profile"
 	"stacktop/ptrace"
 	"stacktop/regs"
 )
@@ -355,11 +356,15 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			}
 			weight = time.Duration(s.takeCredit(th)) * s.period
 		}
+		var state profile.ThreadState
+		if s.opts.Idle {
+			state = s.wallState(th, tick, ps.Asleep)
+		}
 		th.sampled = true
 		// Shares ps.Stack until the next thread: the consumer unwinds
 		// before yield returns.
 		s.sample = backend.Sample{TID: th.tid, Time: now, Regs: ps.Regs, StackAddr: ps.StackAddr, Stack: ps.Stack,
-			Weight: weight, LateStop: late, Pause: ps.Stopped, Total: ps.Total}
+			Weight: weight, LateStop: late, Pause: ps.Stopped, Total: ps.Total, State: state}
 		yield(&s.sample)
 		s.learn(th, ps.StackAddr, ps.Regs.TLS, s.sample.StackUse)
 		return true
@@ -417,7 +422,12 @@ func (s *Source) learn(th *threadState, sp, tp uint64, use backend.StackUse) {
 }
 
 func (s *Source) yieldUnchanged(th *threadState, now time.Time, yield func(*backend.Sample)) {
-	s.sample = backend.Sample{TID: th.tid, Time: now, Unchanged: true}
+	// It did not run since its last sample: waiting, in what it was last
+	// found waiting in (sleeping if it was last seen running).
+	if th.blocked == profile.StateUnknown {
+		th.blocked = profile.StateSleeping
+	}
+	s.sample = backend.Sample{TID: th.tid, Time: now, Unchanged: true, State: th.blocked}
 	yield(&s.sample)
 }
 

@@ -1,6 +1,10 @@
 package ptracesampler
 
-import "time"
+import (
+	"time"
+
+	"stacktop/profile"
+)
 
 // On-CPU samples: CPU time, charged where it was spent.
 //
@@ -298,6 +302,7 @@ func (th *threadState) exitTrust() float64 {
 // runState is what a thread's stat line says at a tick.
 type runState struct {
 	running      bool   // state R: running or runnable
+	letter       byte   // the state letter: R, S, D, T, ...
 	user, system uint64 // CPU time in user and kernel mode, clock ticks
 }
 
@@ -306,12 +311,30 @@ type runState struct {
 func (src *Source) runningAt(th *threadState, tick int64) bool {
 	if th.stateTick != tick {
 		st, ok := src.runs.state(th)
-		th.stateTick, th.stateRunning = tick, ok && st.running
+		th.stateTick, th.stateRunning, th.stateLetter = tick, ok && st.running, st.letter
 		if ok {
 			th.modes.note(st.user, st.system)
 		}
 	}
 	return th.stateRunning
+}
+
+// wallState is the state of th's wall-clock sample at tick, stopped
+// asleep (waiting in the kernel) or not: running if it was running at the
+// tick and is not found waiting; else the state its stat line gave, and a
+// thread found waiting is sleeping at least. What it is found waiting in
+// stands for its samples until it runs again.
+func (src *Source) wallState(th *threadState, tick int64, asleep bool) profile.ThreadState {
+	if src.runningAt(th, tick) && !asleep {
+		th.blocked = profile.StateUnknown // until it is found waiting again
+		return profile.StateRunning
+	}
+	st := profile.StateOfLetter(th.stateLetter)
+	if !st.Blocked() {
+		st = profile.StateSleeping
+	}
+	th.blocked = st
+	return st
 }
 
 // charge adds what th ran between two of its readings to its credit, at
