@@ -171,9 +171,10 @@ func (r *Result) partlyLive() int {
 // prints of the document's types (output_json_test.go: jsonDump) with
 // two-space indentation, written by hand: encoding/json's reflection and
 // its indenting pass took 28 ms and 12 MB for a 1,000-thread dump. Its
-// schema is documented in docs/dump.md ("--json"), which
-// TestJSONSchemaDocumented keeps complete; TestWriteJSONMatchesEncoding
-// keeps the bytes those of encoding/json.
+// schema is docs/dump.schema.json (JSON Schema, versioned by its $id),
+// which TestJSONSchemaCoversOutput and TestJSONSchemaValidatesDumps keep
+// true; TestWriteJSONMatchesEncoding keeps the bytes those of
+// encoding/json.
 func WriteJSON(w io.Writer, r *Result) error {
 	j := jsonWriter{b: make([]byte, 0, textChunk+4<<10), w: w}
 	j.open('{')

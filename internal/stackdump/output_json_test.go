@@ -13,8 +13,8 @@ import (
 )
 
 // The JSON document, as encoding/json prints it (writeJSONEncoding): the
-// reference of WriteJSON's bytes. Its schema is documented in
-// docs/dump.md ("--json"), which TestJSONSchemaDocumented keeps complete.
+// reference of WriteJSON's bytes. Its schema is docs/dump.schema.json,
+// which TestJSONSchemaCoversOutput keeps in step with these types.
 type jsonDump struct {
 	PID           int          `json:"pid"`
 	Command       string       `json:"command"`
