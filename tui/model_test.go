@@ -816,3 +816,18 @@ func TestHeaderNotes(t *testing.T) {
 		t.Errorf("header lacks the note:%s", head)
 	}
 }
+
+// TestFewSamplesWarning: a window of a few samples says how little its
+// shares mean; a window of enough samples does not.
+func TestFewSamplesWarning(t *testing.T) {
+	few := build(spec{tid: pid, name: "app", stack: "main;a;hot", n: 2, period: 10 * time.Millisecond})
+	m := update(t, newTestModel(t, Options{}), tea.WindowSizeMsg{Width: 120, Height: 30}, poll(status(few), 1))
+	head := strings.Join(screen(t, m)[:headerLines], "\n")
+	if !strings.Contains(head, "only 2 samples in view: shares are ±71 points") {
+		t.Errorf("a 2-sample window without a warning:%s", head)
+	}
+	m = update(t, newTestModel(t, Options{}), tea.WindowSizeMsg{Width: 120, Height: 30}, poll(status(hotCold()), 1))
+	if head := strings.Join(screen(t, m)[:headerLines], "\n"); strings.Contains(head, "samples in view") {
+		t.Errorf("a 100-sample window warned:%s", head)
+	}
+}

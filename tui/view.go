@@ -2,6 +2,7 @@ package tui
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -215,6 +216,9 @@ func (m *model) header() []string {
 	if m.paused {
 		l3 = append(l3, st.warn.Render("PAUSED"))
 	}
+	if n := m.data.total; n > 0 && n < trustSamples {
+		l3 = append(l3, st.warn.Render(fewSamples(n)))
+	}
 	for _, n := range m.latest.Notes {
 		l3 = append(l3, st.dim.Render("note: "+n))
 	}
@@ -226,6 +230,17 @@ func (m *model) header() []string {
 		strings.Join(l3, sep),
 		m.tabs(),
 	}
+}
+
+// trustSamples is the fewest samples in a window whose shares the header
+// shows without a warning: with n samples a share is known to about
+// ±100/sqrt(n) points (twice its standard error at worst, p = 1/2), ±10
+// points at 100; at 2 samples, 100% means little.
+const trustSamples = 100
+
+// fewSamples is the warning for a window of n < trustSamples samples.
+func fewSamples(n int64) string {
+	return fmt.Sprintf("only %d samples in view: shares are ±%.0f points", n, 100/math.Sqrt(float64(n)))
 }
 
 func countPart(st styles, what string, n, of int64) string {
