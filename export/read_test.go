@@ -3,6 +3,7 @@ package export
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestFoldedPprofRoundTrip(t *testing.T) {
 	if err := WriteFolded(&out, back, FoldedOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := parseFolded(t, out.String()), parseFolded(t, in); !equalCounts(got, want) {
+	if got, want := parseFolded(t, out.String()), parseFolded(t, in); !maps.Equal(got, want) {
 		t.Errorf("folded -> pprof -> folded:\n got  %v\n want %v", got, want)
 	}
 
@@ -51,18 +52,6 @@ func TestFoldedPprofRoundTrip(t *testing.T) {
 	if fromPprof.PID != 42 || fromPprof.Command != "fixture --arg" || fromPprof.Period != knownSplit().Period {
 		t.Errorf("read back pid %d command %q period %v", fromPprof.PID, fromPprof.Command, fromPprof.Period)
 	}
-}
-
-func equalCounts(a, b map[string]int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if b[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 func TestReadFoldedErrors(t *testing.T) {

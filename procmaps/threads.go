@@ -2,6 +2,7 @@ package procmaps
 
 import (
 	"bytes"
+	"errors"
 	"encoding/binary"
 	"fmt"
 	"os"
@@ -523,25 +524,13 @@ func ParseStatus(b []byte) (Status, error) {
 			}
 			seen |= seenTracer
 		case "Uid":
-			f := bytes.Fields(val)
-			if len(f) != len(s.UIDs) {
+			if s.UIDs, err = parseIDs(val); err != nil {
 				return s, bad("UID list")
-			}
-			for i := range f {
-				if s.UIDs[i], err = parseDecimal(f[i]); err != nil {
-					return s, bad("UID list")
-				}
 			}
 			seen |= seenUID
 		case "Gid": // optional: only the files opened for the target need it
-			f := bytes.Fields(val)
-			if len(f) != len(s.GIDs) {
+			if s.GIDs, err = parseIDs(val); err != nil {
 				return s, bad("GID list")
-			}
-			for i := range f {
-				if s.GIDs[i], err = parseDecimal(f[i]); err != nil {
-					return s, bad("GID list")
-				}
 			}
 		case "SigPnd":
 			if s.SigPnd, err = strconv.ParseUint(string(val), 16, 64); err != nil {
@@ -581,6 +570,21 @@ func parseDecimal(b []byte) (int, error) {
 	}
 	v, err := strconv.ParseInt(string(b), 10, 0)
 	return int(v), err
+}
+
+// parseIDs parses a status Uid or Gid value: real, effective, saved and
+// filesystem IDs.
+func parseIDs(val []byte) (ids [4]int, err error) {
+	f := bytes.Fields(val)
+	if len(f) != len(ids) {
+		return ids, errors.New("not four IDs")
+	}
+	for i := range f {
+		if ids[i], err = parseDecimal(f[i]); err != nil {
+			return ids, err
+		}
+	}
+	return ids, nil
 }
 
 // ReadStatus reads and parses /proc/PID/status, or /proc/PID/task/TID/status

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/pprof/profile"
 	"golang.org/x/sys/unix"
 
 	"stacktop/internal/buildid"
@@ -64,6 +63,21 @@ func buildHostile(t *testing.T, dir, name string, flags ...string) string {
 	mustRun(t, "objcopy", "--only-keep-debug", bin, dbg)
 	mustRun(t, "objcopy", "--strip-debug", "--add-gnu-debuglink="+dbg, bin)
 	return bin
+}
+
+// elfBuildID is the build ID of the ELF file at path.
+func elfBuildID(t *testing.T, path string) string {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	id, err := buildid.Read(f)
+	if err != nil || len(id) < 4 {
+		t.Fatalf("no build ID in %s: %v", path, err)
+	}
+	return id
 }
 
 // replaceWithFIFO puts a FIFO where path was: an open for reading of it
@@ -147,15 +161,7 @@ func TestHostileBuildIDFIFO(t *testing.T) {
 	needRoot(t)
 	root := t.TempDir()
 	bin := buildHostile(t, root, "prog", "-static")
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := buildid.Read(f)
-	f.Close()
-	if err != nil || len(id) < 4 {
-		t.Fatalf("no build ID in %s: %v", bin, err)
-	}
+	id := elfBuildID(t, bin)
 	at := filepath.Join(root, "usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
 	if err := os.MkdirAll(filepath.Dir(at), 0o755); err != nil {
 		t.Fatal(err)
@@ -327,15 +333,7 @@ func TestHostileCacheKey(t *testing.T) {
 	if r := run(t, cmd); r.code != 0 {
 		t.Fatalf("record: exit %d\n%s", r.code, r.stderr)
 	}
-	f, err := os.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	prof, err := profile.Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof := readPprof(t, out)
 	// Whichever process's module is made first, the other's must not be
 	// named from it.
 	loops := map[int64]string{int64(attacker.PID()): "evil_loop", int64(victim.PID()): "good_loop"}

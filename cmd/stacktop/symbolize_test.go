@@ -1,7 +1,6 @@
 package main
 
 import (
-	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"stacktop/internal/buildid"
 	"stacktop/internal/targets"
 )
 
@@ -34,15 +32,7 @@ func TestPprofSymbolizedLater(t *testing.T) {
 	}
 	bin := filepath.Join(dir, "prog")
 	mustRun(t, "gcc", "-O1", "-g", "-Wl,--build-id", "-o", bin, src)
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id, err := buildid.Read(f)
-	f.Close()
-	if err != nil || len(id) < 4 {
-		t.Fatalf("no build ID: %v", err)
-	}
+	id := elfBuildID(t, bin)
 	// The symbol store keeps the unstripped build under its build ID, as
 	// pprof looks (PPROF_BINARY_PATH/BUILDID/NAME). (A file of
 	// objcopy --only-keep-debug does not serve pprof: its segments have

@@ -30,7 +30,7 @@ const (
 	// sample (profile.ThreadState: running, sleeping, disk wait,
 	// stopped); OpenTelemetry has no convention for it yet.
 	AttrThreadState = "thread.state"
-	AttrBuildIDGNU     = "process.executable.build_id.gnu"
+	AttrBuildIDGNU  = "process.executable.build_id.gnu"
 )
 
 // ScopeName is the instrumentation scope of stacktop's profiles.
