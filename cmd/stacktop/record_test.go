@@ -276,9 +276,9 @@ func parseSpeedscope(t *testing.T, path string) splitCounts {
 	return c
 }
 
-// parseSVG reads the flame graph: each frame is a <g> with a <title> of
-// "NAME (N samples, P%)"; the samples of hot and cold are those of their
-// boxes (one box per chain in this target).
+// parseSVG reads the flame graph: each frame is a <g data-n="SAMPLES">
+// with a <title> of "NAME (AMOUNT, P%)"; the samples of hot and cold are
+// those of their boxes (one box per chain in this target).
 func parseSVG(t *testing.T, path string) splitCounts {
 	f, err := os.Open(path)
 	if err != nil {
@@ -287,8 +287,9 @@ func parseSVG(t *testing.T, path string) splitCounts {
 	defer f.Close()
 	dec := xml.NewDecoder(f)
 	c := splitCounts{}
-	title := regexp.MustCompile(`^(\S+) \((\d[\d,]*) samples?`)
+	title := regexp.MustCompile(`^(\S+) \(`)
 	inTitle := false
+	var n int64 // the samples of the frame whose <g> is open
 	for {
 		tok, err := dec.Token()
 		if err == io.EOF {
@@ -300,6 +301,13 @@ func parseSVG(t *testing.T, path string) splitCounts {
 		switch tok := tok.(type) {
 		case xml.StartElement:
 			inTitle = tok.Name.Local == "title"
+			if tok.Name.Local == "g" {
+				for _, a := range tok.Attr {
+					if a.Name.Local == "data-n" {
+						n, _ = strconv.ParseInt(a.Value, 10, 64)
+					}
+				}
+			}
 		case xml.EndElement:
 			inTitle = false
 		case xml.CharData:
@@ -310,7 +318,6 @@ func parseSVG(t *testing.T, path string) splitCounts {
 			if m == nil {
 				continue
 			}
-			n, _ := strconv.ParseInt(strings.ReplaceAll(m[2], ",", ""), 10, 64)
 			switch m[1] {
 			case "hot":
 				c["a;hot"] += n

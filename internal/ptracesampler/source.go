@@ -301,9 +301,12 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 	case s.opts.Idle:
 		for _, th := range s.order {
 			if th.ranTick != tick && th.sampled {
-				s.yieldUnchanged(th, now, yield)
+				s.yieldUnchanged(th, tick, now, yield)
 				continue
 			}
+			// Its state before the stop: once stopped, /proc says t
+			// (the stop is ours), whatever the thread was doing.
+			s.runningAt(th, tick)
 			todo = append(todo, th)
 		}
 	default:
@@ -388,7 +391,7 @@ func (s *Source) scan(ctx context.Context, tick int64, now time.Time, yield func
 			s.refund(th)
 			if s.opts.Idle && th.sampled {
 				// As for a thread that did not run: its last stack.
-				s.yieldUnchanged(th, now, yield)
+				s.yieldUnchanged(th, tick, now, yield)
 			}
 		default:
 			r.Failed++
@@ -421,13 +424,16 @@ func (s *Source) learn(th *threadState, sp, tp uint64, use backend.StackUse) {
 	th.stack.learn(sp, tp, use, s.opts.StackWindow, s.stacks)
 }
 
-func (s *Source) yieldUnchanged(th *threadState, now time.Time, yield func(*backend.Sample)) {
+func (s *Source) yieldUnchanged(th *threadState, tick int64, now time.Time, yield func(*backend.Sample)) {
 	// It did not run since its last sample: waiting, in what it was last
-	// found waiting in (sleeping if it was last seen running).
-	if th.blocked == profile.StateUnknown {
-		th.blocked = profile.StateSleeping
+	// found waiting in, which needs no reading. One last seen running is
+	// read: it went to sleep, or it is runnable and got no CPU in the
+	// tick (a loaded machine), which is still running time.
+	state := th.blocked
+	if state == profile.StateUnknown {
+		state = s.wallState(th, tick, false)
 	}
-	s.sample = backend.Sample{TID: th.tid, Time: now, Unchanged: true, State: th.blocked}
+	s.sample = backend.Sample{TID: th.tid, Time: now, Unchanged: true, State: state}
 	yield(&s.sample)
 }
 

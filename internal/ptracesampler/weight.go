@@ -325,7 +325,14 @@ func (src *Source) runningAt(th *threadState, tick int64) bool {
 // thread found waiting is sleeping at least. What it is found waiting in
 // stands for its samples until it runs again.
 func (src *Source) wallState(th *threadState, tick int64, asleep bool) profile.ThreadState {
-	if src.runningAt(th, tick) && !asleep {
+	running := src.runningAt(th, tick)
+	if th.stateLetter == 't' && !asleep && !src.proc.JobStopped(th.tid) {
+		// In a stop of stacktop's own, not a job-control stop: an
+		// interrupt of a running thread that landed after its batch
+		// ended, collected by the next one.
+		running = true
+	}
+	if running && !asleep {
 		th.blocked = profile.StateUnknown // until it is found waiting again
 		return profile.StateRunning
 	}
