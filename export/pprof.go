@@ -166,8 +166,12 @@ func BuildPprof(p *profile.Profile) *pprof.Profile {
 				Label:    map[string][]string{"thread_name": {name}},
 				NumLabel: map[string][]int64{"thread": {int64(tid)}, "pid": {int64(pid)}},
 			}
-			if st := p.StackState(id); st != profile.StateUnknown {
-				s.Label["thread_state"] = []string{st.String()}
+			kind := p.StackKind(id)
+			if kind.State != profile.StateUnknown {
+				s.Label["thread_state"] = []string{kind.State.String()}
+			}
+			if kind.Truncated {
+				s.Label["truncated"] = []string{"true"} // the walk stopped short of the outermost frame
 			}
 			out.Sample = append(out.Sample, s)
 		}

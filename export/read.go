@@ -195,8 +195,10 @@ func fromPprof(in *pprof.Profile) (*profile.Profile, error) {
 		if v := s.Label["thread_state"]; len(v) == 1 {
 			state = stateNamed(v[0])
 		}
+		truncated := len(s.Label["truncated"]) == 1 && s.Label["truncated"][0] == "true"
 		for w := s.Value[value]; w > 0; w -= 1<<31 - 1 { // Add keeps weights in 31 bits per event
-			p.Add(profile.Sample{TID: tid, ThreadName: name, Time: p.Start, Frames: frames, Weight: min(w, 1<<31-1), State: state})
+			p.Add(profile.Sample{TID: tid, ThreadName: name, Time: p.Start, Frames: frames, Weight: min(w, 1<<31-1),
+				State: state, Truncated: truncated})
 		}
 	}
 	return p, nil

@@ -22,7 +22,7 @@ func threadRootName(name string, tid int) string {
 // and the folded samples (see profile.KeepTimeline) alike.
 func ThreadRooted(p *profile.Profile) *profile.Profile {
 	q := *p
-	q.Stacks, q.StackStates = nil, nil // the outputs that root by thread draw no states
+	q.Stacks, q.StackKinds = nil, nil // the outputs that root by thread draw no kinds
 	q.Events = make([]profile.Event, 0, len(p.Events))
 	q.Folded = make([]profile.FoldedCount, 0, len(p.Folded))
 	type key struct {

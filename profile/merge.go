@@ -57,7 +57,7 @@ func (m *Merger) Merge(ps ...*Profile) *Profile {
 				}
 				continue
 			}
-			m.ids[i] = append(m.ids[i], m.acc.intern(st, p.StackState(int32(j))))
+			m.ids[i] = append(m.ids[i], m.acc.intern(st, p.StackKind(int32(j))))
 			m.seen[i] = append(m.seen[i], st)
 		}
 	}
@@ -71,7 +71,7 @@ func (m *Merger) Merge(ps ...*Profile) *Profile {
 	}
 	n := len(m.acc.Stacks)
 	out.Stacks, out.methods = m.acc.Stacks[:n:n], m.acc.methods[:n:n]
-	out.StackStates = m.acc.StackStates[:len(m.acc.StackStates):len(m.acc.StackStates)]
+	out.StackKinds = m.acc.StackKinds[:len(m.acc.StackKinds):len(m.acc.StackKinds)]
 	out.uses = make([]int64, n)
 	m.acc.shared = true // out shares the arrays: SetFrames copies them
 	out.Events, out.Threads, out.Folded = nil, map[int]*Thread{}, nil

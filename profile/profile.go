@@ -110,8 +110,17 @@ type Sample struct {
 	Truncated  bool    // the unwinder did not reach the outermost frame
 	// State is what the thread was doing at the sample, where the back
 	// end knows (wall-clock sampling: record --idle); the same frames in
-	// another state are another stack (Profile.StackStates).
+	// another state are another stack (Profile.StackKinds).
 	State ThreadState
+}
+
+// StackKind is what, besides its frames, sets a stack apart: the thread
+// state it was sampled in, and whether its walk stopped short of the
+// outermost frame. The same frames of another kind are another stack, so
+// totals per stack (Aggregate, upload windows) keep both.
+type StackKind struct {
+	State     ThreadState
+	Truncated bool
 }
 
 // ThreadState is a thread's scheduling state at a sample.
@@ -211,10 +220,9 @@ type Profile struct {
 	Wall bool
 
 	Stacks [][]Frame // interned, leaf first
-	// StackStates holds, where samples carried a state, the thread state
-	// of each of Stacks (nil, or shorter, where none did): the same frames
-	// in two states are two stacks, so counts split by state.
-	StackStates []ThreadState
+	// StackKinds holds the kind of each of Stacks, where any is not the
+	// zero kind (nil, or shorter: the rest are zero); see StackKind.
+	StackKinds []StackKind
 	Events  []Event
 	Threads map[int]*Thread
 	// Folded holds the samples of events folded out of the timeline, all
@@ -263,42 +271,49 @@ func New(pid int, command string, start time.Time, period time.Duration) *Profil
 
 // appendStackKey identifies a stack by its frames' addresses and names (the
 // same PC can stand for several frames when calls were inlined into it)
-// and the thread state it was sampled in.
-func appendStackKey(b []byte, frames []Frame, state ThreadState) []byte {
+// and its kind.
+func appendStackKey(b []byte, frames []Frame, kind StackKind) []byte {
 	for _, f := range frames {
 		b = strconv.AppendUint(b, f.PC, 16)
 		b = append(b, 0)
 		b = append(b, f.Function...)
 		b = append(b, 0)
 	}
-	if state != StateUnknown {
-		b = append(b, 1, byte(state))
+	if kind != (StackKind{}) {
+		t := byte(0)
+		if kind.Truncated {
+			t = 1
+		}
+		b = append(b, 1, byte(kind.State), t)
 	}
 	return b
 }
 
-// StackState is the thread state stack id was sampled in.
-func (p *Profile) StackState(id int32) ThreadState {
-	if id < 0 || int(id) >= len(p.StackStates) {
-		return StateUnknown
+// StackKind is the kind of stack id.
+func (p *Profile) StackKind(id int32) StackKind {
+	if id < 0 || int(id) >= len(p.StackKinds) {
+		return StackKind{}
 	}
-	return p.StackStates[id]
+	return p.StackKinds[id]
 }
+
+// StackState is the thread state stack id was sampled in.
+func (p *Profile) StackState(id int32) ThreadState { return p.StackKind(id).State }
 
 // intern returns the index of the stack, storing a copy the first time. The
 // key buffer is reused, and a map lookup keyed by string(bytes) does not
 // allocate, so a stack seen before costs no allocation.
-func (p *Profile) intern(frames []Frame, state ThreadState) int32 {
-	p.keyBuf = appendStackKey(p.keyBuf[:0], frames, state)
+func (p *Profile) intern(frames []Frame, kind StackKind) int32 {
+	p.keyBuf = appendStackKey(p.keyBuf[:0], frames, kind)
 	if i, ok := p.index[string(p.keyBuf)]; ok {
 		return i
 	}
 	i := int32(len(p.Stacks))
-	if state != StateUnknown || len(p.StackStates) > 0 {
-		for len(p.StackStates) < len(p.Stacks) {
-			p.StackStates = append(p.StackStates, StateUnknown)
+	if kind != (StackKind{}) || len(p.StackKinds) > 0 {
+		for len(p.StackKinds) < len(p.Stacks) {
+			p.StackKinds = append(p.StackKinds, StackKind{})
 		}
-		p.StackStates = append(p.StackStates, state)
+		p.StackKinds = append(p.StackKinds, kind)
 	}
 	p.Stacks = append(p.Stacks, append([]Frame(nil), frames...))
 	p.index[string(p.keyBuf)] = i
@@ -330,7 +345,7 @@ func (p *Profile) SetFrames(id int32, frames []Frame) {
 	p.Stacks[id] = append([]Frame(nil), frames...)
 	p.methods[id] = methodTally(frames)
 	if p.index != nil {
-		p.keyBuf = appendStackKey(p.keyBuf[:0], frames, p.StackState(id))
+		p.keyBuf = appendStackKey(p.keyBuf[:0], frames, p.StackKind(id))
 		if _, ok := p.index[string(p.keyBuf)]; !ok {
 			p.index[string(p.keyBuf)] = id
 		}
@@ -368,7 +383,7 @@ func (p *Profile) Add(s Sample) *Thread {
 	if s.ThreadName != "" {
 		th.Name = s.ThreadName
 	}
-	th.LastStack, th.LastTruncated = p.intern(s.Frames, s.State), s.Truncated
+	th.LastStack, th.LastTruncated = p.intern(s.Frames, StackKind{State: s.State, Truncated: s.Truncated}), s.Truncated
 	p.add(th, s.Time, w, false)
 	return th
 }
@@ -413,7 +428,7 @@ func (p *Profile) add(th *Thread, t time.Time, w int64, extend bool) {
 func (p *Profile) Snapshot() *Profile {
 	c := *p
 	c.Stacks = p.Stacks[:len(p.Stacks):len(p.Stacks)]
-	c.StackStates = p.StackStates[:len(p.StackStates):len(p.StackStates)]
+	c.StackKinds = p.StackKinds[:len(p.StackKinds):len(p.StackKinds)]
 	c.Events = p.Events[:len(p.Events):len(p.Events)]
 	c.Threads = make(map[int]*Thread, len(p.Threads))
 	for tid, th := range p.Threads {

@@ -91,6 +91,36 @@ func TestWindowsAddUp(t *testing.T) {
 	}
 }
 
+// TestWindowsKeepKinds: a window's samples keep what set their stacks
+// apart in the profile: truncated walks stay truncated (the window's
+// Truncated counts them) and wall-clock samples keep their thread state.
+func TestWindowsKeepKinds(t *testing.T) {
+	g := newGrowing()
+	var w windower
+	g.mu.Lock()
+	for i := 0; i < 30; i++ {
+		g.t = g.t.Add(10 * time.Millisecond)
+		s := profile.Sample{TID: 10, Time: g.t, Frames: stacks[0], State: profile.StateRunning}
+		if i%3 == 0 {
+			s.Truncated, s.State = true, profile.StateSleeping
+		}
+		g.p.Add(s)
+	}
+	g.mu.Unlock()
+	win := w.cut(g.Snapshot())
+	if win == nil || win.Samples != 30 || win.Truncated != 10 {
+		t.Fatalf("window of %d samples, %d truncated; want 30, 10", win.Samples, win.Truncated)
+	}
+	states := map[profile.ThreadState]int64{}
+	agg := win.Aggregate(0)
+	for id, n := range agg.Counts {
+		states[win.StackState(int32(id))] += n
+	}
+	if states[profile.StateRunning] != 20 || states[profile.StateSleeping] != 10 {
+		t.Errorf("window states %v, want 20 running and 10 sleeping", states)
+	}
+}
+
 // flaky is a Sink that is down until up is set.
 type flaky struct {
 	mu      sync.Mutex

@@ -42,7 +42,9 @@ func (w *windower) cut(snap *profile.Profile) *profile.Profile {
 				continue
 			}
 			w.prev[k] = n
-			win.Add(profile.Sample{TID: tid, ThreadName: name, Time: at, Frames: snap.Stacks[id], Weight: d})
+			kind := snap.StackKind(id)
+			win.Add(profile.Sample{TID: tid, ThreadName: name, Time: at, Frames: snap.Stacks[id], Weight: d,
+				State: kind.State, Truncated: kind.Truncated})
 		}
 	}
 	w.prevEnd = max(end, w.prevEnd)
