@@ -151,7 +151,9 @@ func (s ThreadState) String() string {
 }
 
 // Blocked reports whether the thread was off the CPU, waiting.
-func (s ThreadState) Blocked() bool { return s == StateSleeping || s == StateDiskWait || s == StateStopped }
+func (s ThreadState) Blocked() bool {
+	return s == StateSleeping || s == StateDiskWait || s == StateStopped
+}
 
 // StateOfLetter is the state a /proc stat state letter names.
 func StateOfLetter(c byte) ThreadState {
@@ -223,8 +225,8 @@ type Profile struct {
 	// StackKinds holds the kind of each of Stacks, where any is not the
 	// zero kind (nil, or shorter: the rest are zero); see StackKind.
 	StackKinds []StackKind
-	Events  []Event
-	Threads map[int]*Thread
+	Events     []Event
+	Threads    map[int]*Thread
 	// Folded holds the samples of events folded out of the timeline, all
 	// before FoldedUntil (see KeepTimeline); empty unless KeepTimeline.
 	Folded      []FoldedCount
