@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"stacktop/internal/live"
@@ -16,12 +17,18 @@ import (
 	"stacktop/tui"
 )
 
+// testEngineHook, set only in a build with the stacktop_testhooks tag
+// (testhooks.go), runs at the start of the engine's goroutine: it lets a
+// test make that goroutine panic.
+var testEngineHook func(context.Context)
+
 // Exit codes of `stacktop top`, documented in docs/top.md.
 const (
 	exitTopOK      = 0 // the user quit (or the target exited and the user quit)
 	exitTopNothing = 2 // nothing to show: no such process, attach refused, the command did not start
 	exitTopUI      = 3 // the terminal UI failed (no terminal, a panic in the UI)
 	exitTopRefused = 4 // --backend perf: the kernel refused the sampling event
+	exitTopSampler = 5 // the sampler failed (a panic in the engine, printed); the target was let go
 )
 
 func init() {
@@ -107,6 +114,20 @@ func runTop(args []string) int {
 		}
 		engineDone := make(chan error, 1)
 		go func() {
+			// A panic here would end the program from this goroutine,
+			// past every deferred clean-up of the main one: the terminal
+			// left in the alternate screen, the threads in a batch left
+			// stopped until the kernel detached them. It ends the UI
+			// instead, and the clean-ups run.
+			defer func() {
+				if p := recover(); p != nil {
+					engineDone <- &tui.PanicError{Value: p, Stack: debug.Stack()}
+					cancel()
+				}
+			}()
+			if testEngineHook != nil {
+				testEngineHook(ctx)
+			}
 			err := run(ctx)
 			if child != nil && ctx.Err() == nil {
 				// The target exited: say how, and keep the last data on screen.
@@ -138,7 +159,11 @@ func runTop(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop:", uiErr)
 			code = exitTopUI
 		}
-		if engErr != nil && !errors.Is(engErr, context.Canceled) {
+		switch {
+		case errors.As(engErr, &pe):
+			fmt.Fprintf(os.Stderr, "stacktop: the sampler failed (the target was let go): %v\n%s", pe.Value, pe.Stack)
+			code = exitTopSampler
+		case engErr != nil && !errors.Is(engErr, context.Canceled):
 			fmt.Fprintln(os.Stderr, "stacktop:", engErr)
 		}
 		return code

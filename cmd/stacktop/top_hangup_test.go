@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -71,10 +73,17 @@ func (l *screenLog) String() string {
 // screen collects) and a channel that gets cmd.Wait's result.
 func startTopPTY(t *testing.T, pid int, rate string, ctty bool) (cmd *exec.Cmd, master *os.File, screen *screenLog, done chan error) {
 	t.Helper()
+	return startTopPTYWith(t, stacktopBin, nil, pid, rate, ctty)
+}
+
+// startTopPTYWith is startTopPTY with another stacktop binary and more
+// environment.
+func startTopPTYWith(t *testing.T, bin string, env []string, pid int, rate string, ctty bool) (cmd *exec.Cmd, master *os.File, screen *screenLog, done chan error) {
+	t.Helper()
 	master, slave := openPTY(t)
-	cmd = exec.Command(stacktopBin, "top", "-p", fmt.Sprint(pid), "--rate", rate)
+	cmd = exec.Command(bin, "top", "-p", fmt.Sprint(pid), "--rate", rate)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	cmd.Env = append(append(os.Environ(), "TERM=xterm-256color"), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: ctty, Ctty: 0}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -189,6 +198,43 @@ func TestTopSignals(t *testing.T) {
 		if tr := tracedBy(tg.PID()); tr != 0 {
 			t.Errorf("run %d: target still traced by %d after top exited", i, tr)
 		}
+	}
+	checkUntraced(t, tg.PID())
+}
+
+// TestTopEnginePanic: a panic in top's sampling goroutine (made by a
+// build with the stacktop_testhooks tag: no input causes one) ends the
+// UI the ordinary way: the terminal is restored, the panic printed, the
+// target let go, exit 5. Before, the panic ended the program from that
+// goroutine, past every clean-up: exit 2, the terminal left in the
+// alternate screen.
+func TestTopEnginePanic(t *testing.T) {
+	needRoot(t)
+	bin := filepath.Join(t.TempDir(), "stacktop-hooks")
+	if out, err := exec.Command("go", "build", "-tags", "stacktop_testhooks", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build -tags stacktop_testhooks: %v\n%s", err, out)
+	}
+	tg := targets.Start(t, "split-sframe3")
+	cmd, master, screen, done := startTopPTYWith(t, bin, []string{"STACKTOP_TEST_ENGINE_PANIC=1s"}, tg.PID(), "49", true)
+	defer master.Close()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("stacktop still running 30 s after its engine panicked")
+	}
+	s := screen.String()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitTopSampler {
+		t.Errorf("exit %v, want %d; screen ends:\n%q", err, exitTopSampler, s[max(0, len(s)-400):])
+	}
+	alt := strings.LastIndex(s, "\x1b[?1049h")
+	if alt < 0 || !strings.Contains(s[alt:], "\x1b[?1049l") {
+		t.Errorf("the terminal was left in the alternate screen")
+	}
+	if !strings.Contains(s, "the sampler failed") || !strings.Contains(s, "STACKTOP_TEST_ENGINE_PANIC") {
+		t.Errorf("the panic was not reported; screen ends:\n%q", s[max(0, len(s)-400):])
 	}
 	checkUntraced(t, tg.PID())
 }
