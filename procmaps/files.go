@@ -96,6 +96,12 @@ func FileUser(pid int) (*targetfile.User, error) {
 	return &targetfile.User{UID: uint32(st.UIDs[3]), GID: uint32(st.GIDs[3])}, nil
 }
 
+// IsThreadOf reports whether thread tid belongs to process pid now (its
+// /proc/PID/task entry exists): one stat, no read.
+func IsThreadOf(pid, tid int) bool {
+	return unix.Access(procPath(pid, "task/"+strconv.Itoa(tid)), unix.F_OK) == nil
+}
+
 // RootDir is /proc/PID/root: the process's root directory, through which a
 // path of its mount namespace (a container's) is opened from ours.
 func RootDir(pid int) string { return procPath(pid, "root") }

@@ -441,3 +441,50 @@ func TestLazyListed(t *testing.T) {
 	}
 	detachUntraced(t, p, tg.pid)
 }
+
+// TestTIDTakenByAnotherProcess: a TID listed as a thread of the process,
+// which exits and is taken by a thread of another process before the
+// seize (here: the other process's main thread, listed by hand), is let
+// go at once: its sample is ErrThreadExited, never the other process's
+// stack, and that thread is untraced and running afterwards.
+func TestTIDTakenByAnotherProcess(t *testing.T) {
+	tg := startTarget(t, "spin", "1")
+	other := startTarget(t, "spin", "1")
+	tr := NewTracer()
+	defer tr.Close()
+	p, err := tr.AttachLazy(tg.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.listMu.Lock()
+	p.listed[other.pid] = true // as if listed under tg, then reused
+	p.listMu.Unlock()
+	var got error
+	sampled := false
+	err = p.SampleBatch([]int{other.pid}, BatchOptions{StackWindow: 1024, Release: true, Overlap: true},
+		func(i int, s *Sample, err error) bool { got, sampled = err, s != nil; return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sampled || !errors.Is(got, ErrThreadExited) {
+		t.Errorf("another process's thread: sampled %v, %v; want ErrThreadExited", sampled, got)
+	}
+	if err := p.Detach(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, err := procmaps.ReadStatus(other.pid, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		state, _ := statField(t, fmt.Sprintf("/proc/%d/stat", other.pid))
+		if st.TracerPID == 0 && state != 't' && state != 'T' {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other process's thread is left traced by %d (state %c)", st.TracerPID, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -262,6 +262,9 @@ func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool, listing *Listing) 
 			}
 			switch err := seize(tid, p.seizeOptions()); err {
 			case nil:
+				if !p.ours(tid) {
+					continue // the TID is another process's now
+				}
 				th := p.addThread(tid, stateRunning)
 				// Seizing a stopped task makes the kernel queue a group-stop
 				// report (PTRACE_EVENT_STOP) before SEIZE returns: handle it
@@ -317,6 +320,20 @@ func (t *Tracer) attach(pid int, st procmaps.Stat, lazy bool, listing *Listing) 
 	return p, nil
 }
 
+// ours reports whether tid, just seized, is a thread of p. A TID listed in
+// /proc/PID/task can exit and be taken by a thread of another process
+// before the seize, which then attaches that thread: it is let go at once
+// (interrupted; the tracer detaches it at that stop, as any tracee no
+// Process claims, with its signal) and never sampled as p's.
+func (p *Process) ours(tid int) bool {
+	if procmaps.IsThreadOf(p.pid, tid) {
+		return true
+	}
+	ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
+	p.tr.leftTraced[tid] = struct{}{}
+	return false
+}
+
 // seizeLeaving retries PTRACE_SEIZE of a thread that refused with EPERM
 // while exiting, for up to about 10 ms: it either attaches (the refusal
 // was something else that passed) or the thread is gone or a zombie.
@@ -325,6 +342,9 @@ func (p *Process) seizeLeaving(tid int) (attached, gone bool) {
 		time.Sleep(200 * time.Microsecond)
 		switch seize(tid, p.seizeOptions()) {
 		case nil:
+			if !p.ours(tid) {
+				return false, true
+			}
 			p.addThread(tid, stateRunning)
 			return true, false
 		case unix.ESRCH:
@@ -387,6 +407,9 @@ func (p *Process) seizeLazy(tid int) (*thread, error) {
 		switch err := seize(tid, lazySeizeOptions); err {
 		case nil:
 			p.tr.batch.seizes++
+			if !p.ours(tid) {
+				return nil, ErrThreadExited // and its TID another process's
+			}
 			return p.addThread(tid, stateRunning), nil
 		case unix.ESRCH:
 			return nil, p.vanished()
