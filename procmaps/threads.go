@@ -2,8 +2,8 @@ package procmaps
 
 import (
 	"bytes"
-	"errors"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
