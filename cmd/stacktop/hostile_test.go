@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"debug/elf"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -358,4 +360,119 @@ func TestHostileCacheKey(t *testing.T) {
 	if len(saw) != 2 {
 		t.Errorf("stacks in the loops seen for %v, want both processes", saw)
 	}
+}
+
+// TestHostileSuite runs dump and record against testdata/targets/hostile.c:
+// frame pointers that cycle or point into unmapped or device memory, a
+// stack pointer outside any mapping, a thread named with terminal escapes,
+// JIT code whose perf-map name holds escapes (or a perf map that is a FIFO,
+// or a symlink to /etc/shadow), a 4 GiB sparse file mapped executable.
+// stacktop must end, say why each corrupt stack ends, print no escape
+// sequence raw, name no JIT frame from a map it must not read, stay small,
+// and let the target go.
+func TestHostileSuite(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "hostile")
+	mustRun(t, "gcc", "-O1", "-g", "-pthread", "-o", bin, filepath.Join("..", "..", "testdata", "targets", "hostile.c"))
+	for _, mode := range []string{"names", "fifo", "link"} {
+		t.Run(mode, func(t *testing.T) {
+			tg := targets.StartCommand(t, bin, mode)
+			<-tg.Ready()
+			t.Cleanup(func() { os.Remove(fmt.Sprintf("/tmp/perf-%d.map", tg.PID())) })
+			pid := fmt.Sprint(tg.PID())
+			folded := filepath.Join(dir, mode+".folded")
+			for _, args := range [][]string{
+				{"dump", "--no-debuginfod", "-p", pid},
+				{"record", "--no-debuginfod", "--duration", "1s", "-o", folded, "-p", pid},
+			} {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				cmd := exec.CommandContext(ctx, stacktopBin, args...)
+				r := run(t, cmd)
+				hung := ctx.Err() != nil
+				cancel()
+				if hung {
+					t.Fatalf("stacktop %s hung", strings.Join(args, " "))
+				}
+				if args[0] == "dump" && r.code != 0 && r.code != 1 || args[0] == "record" && r.code != 0 {
+					t.Errorf("stacktop %s: exit %d\n%s", args[0], r.code, r.stderr)
+				}
+				if strings.ContainsRune(r.stdout+r.stderr, '\x1b') {
+					t.Errorf("stacktop %s printed an escape sequence raw:\n%q", args[0], r.stdout+r.stderr)
+				}
+				if rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss; rss > 200<<10 {
+					t.Errorf("stacktop %s grew to %d MB", args[0], rss>>10)
+				}
+				checkLetGo(t, tg)
+				if args[0] != "dump" {
+					continue
+				}
+				for _, name := range []string{"fp-cycle", "fp-unmapped", "fp-device", "sp-huge"} {
+					i := strings.Index(r.stdout, `"`+name+`"`)
+					if i < 0 {
+						t.Fatalf("no thread %s in the dump:\n%s", name, r.stdout)
+					}
+					stack := r.stdout[i:]
+					if j := strings.Index(stack, "\nTID "); j >= 0 {
+						stack = stack[:j]
+					}
+					if !strings.Contains(stack, "(stack truncated: ") {
+						t.Errorf("thread %s: its stack ends without saying why:\n%s", name, stack)
+					}
+				}
+				if !strings.Contains(r.stdout, `"\x1b[2J\x1b]0;pw\a"`) {
+					t.Errorf("the thread named with escapes is not shown escaped:\n%s", r.stdout)
+				}
+				jitNamed := strings.Contains(r.stdout, `\x1b[31mjit_red\x1b[0m`)
+				if jitNamed != (mode == "names") {
+					t.Errorf("JIT frame named from the perf map: %v, want %v (mode %s)", jitNamed, mode == "names", mode)
+				}
+			}
+			b, err := os.ReadFile(folded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.ContainsRune(b, '\x1b') {
+				t.Errorf("the folded profile holds an escape sequence raw")
+			}
+			if mode == "names" {
+				checkTopEscapes(t, tg)
+			}
+		})
+	}
+}
+
+// checkTopEscapes runs top on the hostile target and looks at what it
+// sends the terminal, in the functions view and the threads view: the
+// target's escape sequences only ever escaped.
+func checkTopEscapes(t *testing.T, tg *targets.Target) {
+	t.Helper()
+	cmd, master, screen, done := startTopPTY(t, tg.PID(), "49", true)
+	defer master.Close()
+	waitScreen := func(what string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(screen.String(), what); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				s := screen.String()
+				t.Fatalf("top never showed %q; screen ends:\n%q", what, s[max(0, len(s)-500):])
+			}
+		}
+	}
+	waitScreen(`jit_red`)
+	master.Write([]byte("3"))
+	waitScreen(`\x1b[2J\x1b]0;p`) // escaped (and cut to the column)
+	master.Write([]byte("q"))
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("top did not quit")
+	}
+	s := screen.String()
+	for _, raw := range []string{"\x1b[31mjit_red", "\x1b]0;pw"} {
+		if strings.Contains(s, raw) {
+			t.Errorf("top sent the target's escape sequence %q to the terminal raw", raw)
+		}
+	}
+	checkLetGo(t, tg)
 }

@@ -505,8 +505,12 @@ func (e *Engine) refreshName(th *thread, now time.Time) {
 		return
 	}
 	th.named = now
-	if name, err := procmaps.ThreadName(e.res.PID, th.tid, e.buf); err == nil && string(name) != th.name {
-		th.name = string(name)
+	// A thread names itself: escapes stay escaped (\x1b) on top's screen
+	// and in every output.
+	if name, err := procmaps.ThreadName(e.res.PID, th.tid, e.buf); err == nil {
+		if clean := procmaps.EscapeControl(string(name)); clean != th.name {
+			th.name = clean
+		}
 	}
 }
 

@@ -501,7 +501,24 @@ func (ms *moduleSymbols) framesAt(vaddr uint64, async bool) (fr []debuginfo.Fram
 
 // appendFrames appends the frames of one unwound PC. It sets *pending if
 // the PC's lines were not ready (opt.AsyncLines).
+//
+// Every string of a frame comes from the target (its symbol tables, its
+// DWARF, its perf map, its mappings' paths), and a hostile one can hold
+// terminal escape sequences: they are escaped here (\x1b), once, for every
+// output (dump's text, top's screen, files a user may cat).
 func (s *symbolizer) appendFrames(out []profile.Frame, r *Resolver, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
+	n := len(out)
+	out = s.appendNamedFrames(out, r, f, opt, pending)
+	for i := n; i < len(out); i++ {
+		fr := &out[i]
+		fr.Function, fr.After = procmaps.EscapeControl(fr.Function), procmaps.EscapeControl(fr.After)
+		fr.File, fr.Module = procmaps.EscapeControl(fr.File), procmaps.EscapeControl(fr.Module)
+	}
+	return out
+}
+
+// appendNamedFrames is appendFrames before the escaping.
+func (s *symbolizer) appendNamedFrames(out []profile.Frame, r *Resolver, f unwind.Frame, opt SymbolOptions, pending *bool) []profile.Frame {
 	base := profile.Frame{PC: f.PC, Method: f.Method.String()}
 	em, ok := r.space.Find(f.PC)
 	if !ok {
