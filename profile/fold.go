@@ -16,6 +16,15 @@ import (
 //
 // Folding never modifies what a Snapshot shares: it builds new Events and
 // Folded slices.
+//
+// A process that keeps making short-lived threads (a thread per request,
+// a pool that churns) brings a new TID with every thread, and a
+// (thread, stack) pair for each: bounded by nothing. So folding also
+// retires the threads that have no event left in the timeline: their
+// folded sums go to one thread per name and process (the first retired),
+// the others' records are dropped. A retired thread's samples keep their
+// stacks and counts, under its name; its own TID is lost, as perf's and
+// py-spy's reports by thread name have it.
 
 // FoldedCount is the number of samples of one thread with one stack that
 // were folded out of the timeline.
@@ -52,13 +61,20 @@ func (p *Profile) maybeFold() {
 	if c < len(p.Events)/4 {
 		return
 	}
+	// Threads with events after the cut stay; the others are retired
+	// into their name's representative.
+	live := map[int32]bool{}
+	for _, e := range p.Events[c:] {
+		live[e.TID] = true
+	}
+	into := p.retire(live)
 	type key struct{ tid, stack int32 }
 	sums := make(map[key]int64, len(p.Folded))
 	for _, f := range p.Folded {
-		sums[key{f.TID, f.Stack}] += f.Weight
+		sums[key{into(f.TID), f.Stack}] += f.Weight
 	}
 	for _, e := range p.Events[:c] {
-		sums[key{e.TID, e.Stack}] += int64(e.Weight)
+		sums[key{into(e.TID), e.Stack}] += int64(e.Weight)
 	}
 	folded := make([]FoldedCount, 0, len(sums))
 	for k, w := range sums {
@@ -83,6 +99,47 @@ func (p *Profile) maybeFold() {
 	}
 	p.sealed = max(p.sealed-c, 0)
 	p.foldLook = len(p.Events)
+}
+
+// retire merges the threads not in live into one per (process, name),
+// keeping the representative's record (with the others' counts) and
+// dropping the others'; it returns the TID each thread's samples now
+// count under. The representatives of earlier folds are reused.
+func (p *Profile) retire(live map[int32]bool) func(int32) int32 {
+	type who struct {
+		pid  int
+		name string
+	}
+	reps := map[who]*Thread{}
+	for _, th := range p.Threads {
+		if th.retired {
+			reps[who{th.PID, th.Name}] = th
+		}
+	}
+	moved := map[int32]int32{}
+	for tid, th := range p.Threads {
+		if live[int32(tid)] || th.retired {
+			continue
+		}
+		k := who{th.PID, th.Name}
+		rep := reps[k]
+		if rep == nil {
+			th.retired = true
+			reps[k] = th
+			continue
+		}
+		rep.Samples += th.Samples
+		rep.Truncated += th.Truncated
+		rep.LastTime = max(rep.LastTime, th.LastTime)
+		moved[int32(tid)] = int32(rep.TID)
+		delete(p.Threads, tid)
+	}
+	return func(tid int32) int32 {
+		if to, ok := moved[tid]; ok {
+			return to
+		}
+		return tid
+	}
 }
 
 // Minus returns the samples of a that base does not hold, where base is

@@ -76,3 +76,47 @@ func TestKeepTimelineBoundsEvents(t *testing.T) {
 		t.Error("an early snapshot changed after later folds")
 	}
 }
+
+// TestKeepTimelineRetiresThreads: a process that runs each request on a
+// new short-lived thread (a new TID each, named "req") for half an hour
+// keeps a handful of thread records and folded counts, not one per TID
+// ever seen; the totals per stack and per name are exact.
+func TestKeepTimelineRetiresThreads(t *testing.T) {
+	p := New(1, "", time.Unix(1000, 0), time.Second/99)
+	p.KeepTimeline(time.Minute)
+	tick := time.Second / 99
+	stacks := [][]Frame{stack("parse", "handle", "start_thread"), stack("write", "handle", "start_thread")}
+	tid := 1000
+	var reqSamples int64
+	for at := time.Duration(0); at < 30*time.Minute; at += tick {
+		now := p.Start.Add(at)
+		p.Add(Sample{TID: 1, ThreadName: "main", Time: now, Frames: stack("accept", "main")})
+		// Each tick a new request thread is sampled once, then is gone.
+		p.Add(Sample{TID: tid, ThreadName: "req", Time: now, Frames: stacks[tid%2]})
+		tid++
+		reqSamples++
+	}
+	if n := len(p.Threads); n > 2*int(time.Minute/tick)+100 {
+		t.Errorf("%d thread records kept for %d threads seen, want about a minute's worth", n, tid-1000+1)
+	}
+	if n := len(p.Folded); n > 10 {
+		t.Errorf("%d folded counts, want a few (one per name and stack)", n)
+	}
+	agg := p.Aggregate(0)
+	byName := map[string]int64{}
+	for tid, n := range agg.ThreadCounts {
+		byName[p.Threads[tid].Name] += n
+	}
+	if byName["req"] != reqSamples || byName["main"] != reqSamples || agg.Total != 2*reqSamples {
+		t.Errorf("samples by name %v (total %d), want %d each", byName, agg.Total, reqSamples)
+	}
+	var reqs int64
+	for _, th := range p.Threads {
+		if th.Name == "req" {
+			reqs += th.Samples
+		}
+	}
+	if reqs != reqSamples {
+		t.Errorf("the req threads' records count %d samples, want %d", reqs, reqSamples)
+	}
+}

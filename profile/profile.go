@@ -204,6 +204,10 @@ type Thread struct {
 	// LastTruncated tells whether the last stack did not reach the
 	// outermost frame.
 	LastTruncated bool
+	// retired tells that the thread had no event left in the timeline
+	// when it was folded: it holds the folded samples of every retired
+	// thread of its name and process (see KeepTimeline).
+	retired bool
 	// run is the index in Events of the thread's open run (its last Add's
 	// event, with the stack Repeat repeats); -1 if none.
 	run int32
