@@ -35,7 +35,9 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	var began atomic.Int64
 	go func() {
+		began.Store(time.Now().UnixNano())
 		// Into a buffer of its own: one given up may still be written.
 		b := make([]byte, len(p))
 		if hook := readHook.Load(); hook != nil {
@@ -44,18 +46,15 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 		n, err := f.f.ReadAt(b, off)
 		done <- result{b, n, err}
 	}()
-	timer := time.NewTimer(f.deadline)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		copy(p, r.b[:r.n])
-		return r.n, r.err
-	case <-timer.C:
+	r, ok := awaitWork(done, &began, f.deadline)
+	if !ok {
 		if !f.stalled.Swap(true) {
 			stalled(f.f.Name())
 		}
 		return 0, &Error{f.f.Name(), ErrStalled}
 	}
+	copy(p, r.b[:r.n])
+	return r.n, r.err
 }
 
 // readHook, when a test sets it, runs before each read of a served file.

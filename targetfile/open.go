@@ -151,19 +151,17 @@ func (o Opener) run(name string, openPath func() (int, error)) (*File, error) {
 		err error
 	}
 	done := make(chan result, 1)
+	var began atomic.Int64
 	go func() {
+		began.Store(time.Now().UnixNano())
 		if hook := openHook.Load(); hook != nil {
 			(*hook)(name)
 		}
 		f, err := o.open(name, openPath)
 		done <- result{f, err}
 	}()
-	timer := time.NewTimer(o.deadline())
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		return r.f, r.err
-	case <-timer.C:
+	r, ok := awaitWork(done, &began, o.deadline())
+	if !ok {
 		stalled(name)
 		addPending(key, 1)
 		go func() {
@@ -173,6 +171,36 @@ func (o Opener) run(name string, openPath func() (int, error)) (*File, error) {
 			addPending(key, -1)
 		}()
 		return nil, &Error{name, ErrStalled}
+	}
+	return r.f, r.err
+}
+
+// awaitWork waits for done, for d counted from when the goroutine that
+// answers on it began its work (began, Unix nanoseconds; 0 before), not
+// from when it was started: on a machine loaded to tens of runnable
+// threads a CPU, a goroutine can wait long for its first slice, and the
+// file is not at fault. Local opens take microseconds once they run; a
+// file system that does not answer keeps them waiting past any slice.
+// ok is false once the work has run d without an answer.
+func awaitWork[T any](done <-chan T, began *atomic.Int64, d time.Duration) (r T, ok bool) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		select {
+		case r = <-done:
+			return r, true
+		case <-timer.C:
+		}
+		at := began.Load()
+		if at == 0 {
+			timer.Reset(d) // not begun: the machine is busy, not the file
+			continue
+		}
+		left := time.Until(time.Unix(0, at).Add(d))
+		if left <= 0 {
+			return r, false
+		}
+		timer.Reset(left)
 	}
 }
 

@@ -200,3 +200,26 @@ func TestReadDeadline(t *testing.T) {
 }
 
 func setHook(h *atomic.Pointer[func(string)], f func(string)) { h.Store(&f) }
+
+// TestDeadlineCountsFromStart: the deadline runs from when the work
+// begins, not from when its goroutine was started: work that waited for
+// a CPU longer than the deadline (a loaded machine) and then answers at
+// once is not given up; work that runs past the deadline is.
+func TestDeadlineCountsFromStart(t *testing.T) {
+	const d = 30 * time.Millisecond
+	done := make(chan int, 1)
+	var began atomic.Int64
+	go func() {
+		time.Sleep(3 * d) // not yet scheduled, as it were
+		began.Store(time.Now().UnixNano())
+		done <- 1
+	}()
+	if r, ok := awaitWork(done, &began, d); !ok || r != 1 {
+		t.Errorf("work that began late and answered at once: %v, %v; want 1, true", r, ok)
+	}
+	stuck := make(chan int)
+	began.Store(time.Now().UnixNano())
+	if _, ok := awaitWork(stuck, &began, d); ok {
+		t.Error("work that never answered was not given up")
+	}
+}
