@@ -132,6 +132,7 @@ func (p *Profile) retire(live map[int32]bool) func(int32) int32 {
 		rep.Truncated += th.Truncated
 		rep.LastTime = max(rep.LastTime, th.LastTime)
 		moved[int32(tid)] = int32(rep.TID)
+		th.dropped, th.run = true, -1 // a holder's Repeat must not extend an event
 		delete(p.Threads, tid)
 	}
 	return func(tid int32) int32 {
@@ -141,6 +142,11 @@ func (p *Profile) retire(live map[int32]bool) func(int32) int32 {
 		return tid
 	}
 }
+
+// Dropped reports that t was merged into another record by a fold (its
+// thread retired): it is no longer the profile's, and a sample of its
+// thread must be added anew (Add), not repeated.
+func (t *Thread) Dropped() bool { return t.dropped }
 
 // Minus returns the samples of a that base does not hold, where base is
 // the whole-profile aggregate (Aggregate(0)) of an earlier snapshot of the
@@ -155,15 +161,25 @@ func (a *Aggregate) Minus(base *Aggregate) *Aggregate {
 		}
 	}
 	a.Total -= base.Total
+	// A thread retired by a fold since base (its samples now under its
+	// name's record) is in base and not in a: per thread, its samples
+	// before base then count under that record; per stack and in all,
+	// every count stays exact.
 	for tid, n := range base.ThreadCounts {
-		if a.ThreadCounts[tid] -= n; a.ThreadCounts[tid] == 0 {
+		if _, ok := a.ThreadCounts[tid]; !ok {
+			continue
+		}
+		if a.ThreadCounts[tid] -= n; a.ThreadCounts[tid] <= 0 {
 			delete(a.ThreadCounts, tid)
 		}
 	}
 	for tid, stacks := range base.ThreadStacks {
 		m := a.ThreadStacks[tid]
+		if m == nil {
+			continue
+		}
 		for id, n := range stacks {
-			if m[id] -= n; m[id] == 0 {
+			if m[id] -= n; m[id] <= 0 {
 				delete(m, id)
 			}
 		}

@@ -120,3 +120,36 @@ func TestKeepTimelineRetiresThreads(t *testing.T) {
 		t.Errorf("the req threads' records count %d samples, want %d", reqs, reqSamples)
 	}
 }
+
+// TestMinusAfterRetire: top's "since reset" (Minus of an aggregate taken
+// before) stays exact in total and per stack when threads of the base
+// were retired since, and does not fail on their absence.
+func TestMinusAfterRetire(t *testing.T) {
+	p := New(1, "", time.Unix(1000, 0), time.Second/99)
+	p.KeepTimeline(time.Minute)
+	tick := time.Second / 99
+	tid := 1000
+	var base *Aggregate
+	var since int64
+	for at := time.Duration(0); at < 10*time.Minute; at += tick {
+		p.Add(Sample{TID: tid, ThreadName: "req", Time: p.Start.Add(at), Frames: stack("parse", "handle")})
+		tid++
+		if base != nil {
+			since++
+		}
+		if base == nil && at >= 5*time.Second {
+			base = p.Snapshot().Aggregate(0)
+		}
+	}
+	a := p.Snapshot().Aggregate(0).Minus(base)
+	var perThread int64
+	for _, n := range a.ThreadCounts {
+		if n < 0 {
+			t.Fatalf("a negative count per thread: %v", n)
+		}
+		perThread += n
+	}
+	if a.Total != since {
+		t.Errorf("since the base: %d samples, want %d", a.Total, since)
+	}
+}

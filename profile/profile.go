@@ -208,6 +208,9 @@ type Thread struct {
 	// when it was folded: it holds the folded samples of every retired
 	// thread of its name and process (see KeepTimeline).
 	retired bool
+	// dropped tells that the record was merged into its name's retired
+	// one and is no longer the profile's: see Dropped.
+	dropped bool
 	// run is the index in Events of the thread's open run (its last Add's
 	// event, with the stack Repeat repeats); -1 if none.
 	run int32

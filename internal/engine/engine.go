@@ -343,7 +343,7 @@ func (e *Engine) commit(r *backend.Round, notes []string) {
 		// as its last (the same as b.frames), unless it is in another
 		// state now (it was running at its last sample): the same frames
 		// in another state are another stack.
-		if b.reused && b.th.profiled != nil && e.prof.StackState(b.th.profiled.LastStack) == b.state {
+		if b.reused && b.th.profiled != nil && !b.th.profiled.Dropped() && e.prof.StackState(b.th.profiled.LastStack) == b.state {
 			e.prof.Repeat(b.th.profiled, b.at)
 		} else {
 			b.th.profiled = e.prof.Add(profile.Sample{TID: b.th.tid, ThreadName: b.th.name, Time: b.at,

@@ -264,3 +264,34 @@ func countLines(s, sub string) (n int) {
 
 func splitLines(s string) []string { return strings.Split(s, "\n") }
 func contains(s, sub string) bool  { return strings.Contains(s, sub) }
+
+// TestWindowsAddUpUnderChurn: with the profile folding and retiring
+// threads (a new TID a sample, as a thread per request has it), the
+// windows still add up to the profile's samples: a retired thread's
+// earlier samples, now under its name's record, are not sent again.
+func TestWindowsAddUpUnderChurn(t *testing.T) {
+	start := time.Unix(1_700_000_000, 0)
+	p := profile.New(1, "test", start, 10*time.Millisecond)
+	p.KeepTimeline(time.Minute)
+	var w windower
+	var sent int64
+	tid := 100
+	for at := time.Duration(0); at < 8*time.Minute; at += 10 * time.Millisecond {
+		p.Add(profile.Sample{TID: tid, ThreadName: "req", Time: start.Add(at), Frames: stacks[tid%2]})
+		tid++
+		if at%(15*time.Second) == 0 {
+			if win := w.cut(p.Snapshot()); win != nil {
+				sent += win.Samples
+			}
+		}
+	}
+	if win := w.cut(p.Snapshot()); win != nil {
+		sent += win.Samples
+	}
+	if sent != p.Samples {
+		t.Errorf("windows sent %d samples, the profile holds %d", sent, p.Samples)
+	}
+	if len(w.prev) > 100_000 {
+		t.Errorf("the windower remembers %d (thread, stack) totals", len(w.prev))
+	}
+}

@@ -14,19 +14,33 @@ type threadStack struct {
 
 // windower cuts a growing profile into windows.
 type windower struct {
-	prev    map[threadStack]int64 // totals at the previous cut
-	prevEnd time.Duration         // the previous cut's end, since Start
+	prev      map[threadStack]int64 // totals at the previous cut
+	prevStack []int64               // per stack, at the previous cut
+	prevEnd   time.Duration         // the previous cut's end, since Start
 }
 
 // cut returns the samples snap holds beyond the previous cut as a profile
 // of their own, or nil if there are none. snap must be a later snapshot
 // of the same profile as the previous call's.
+//
+// The new samples of a stack are its total's growth, which is exact. Who
+// they go to is each (thread, stack) total's growth, capped at that: a
+// fold retires threads into one record per name (profile.KeepTimeline),
+// whose total then takes in their earlier samples, counted before.
+// Threads gone from the profile are forgotten.
 func (w *windower) cut(snap *profile.Profile) *profile.Profile {
 	agg := snap.Aggregate(0)
 	end := snap.Duration()
-	if w.prev == nil {
-		w.prev = map[threadStack]int64{}
+	prev := w.prev
+	w.prev = make(map[threadStack]int64, len(prev))
+	left := make([]int64, len(agg.Counts)) // each stack's new samples
+	for id, n := range agg.Counts {
+		if id < len(w.prevStack) {
+			n -= w.prevStack[id]
+		}
+		left[id] = n
 	}
+	w.prevStack = append(w.prevStack[:0], agg.Counts...)
 	win := profile.New(snap.PID, snap.Command, snap.Start.Add(w.prevEnd), snap.Period)
 	win.Wall = snap.Wall
 	at := snap.Start.Add(max(end, w.prevEnd))
@@ -37,11 +51,12 @@ func (w *windower) cut(snap *profile.Profile) *profile.Profile {
 		}
 		for id, n := range stacks {
 			k := threadStack{tid, id}
-			d := n - w.prev[k]
+			w.prev[k] = n
+			d := min(n-prev[k], left[id])
 			if d <= 0 {
 				continue
 			}
-			w.prev[k] = n
+			left[id] -= d
 			kind := snap.StackKind(id)
 			win.Add(profile.Sample{TID: tid, ThreadName: name, Time: at, Frames: snap.Stacks[id], Weight: d,
 				State: kind.State, Truncated: kind.Truncated})
