@@ -127,10 +127,13 @@ type fileID struct{ Dev, Ino, CtimeNS uint64 }
 func fileIdentity(r io.ReaderAt) (fileID, bool) {
 	var fh *os.File
 	switch f := r.(type) {
+	case interface{ Identity() (dev, ino, ctimeNS uint64) }:
+		// A target's file: as checked at its open, with no fstat now
+		// (on FUSE one waits on the target's server, with no deadline).
+		dev, ino, ctime := f.Identity()
+		return fileID{dev, ino, ctime}, true
 	case *os.File:
 		fh = f
-	case interface{ OS() *os.File }:
-		fh = f.OS()
 	default:
 		return fileID{}, false
 	}

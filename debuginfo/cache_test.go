@@ -181,8 +181,10 @@ type flippedAt struct {
 	off int64
 }
 
-// OS is r's file, whose identity the key takes.
-func (f flippedAt) OS() *os.File { return f.r.(interface{ OS() *os.File }).OS() }
+// Identity is r's file's, which the key takes.
+func (f flippedAt) Identity() (dev, ino, ctimeNS uint64) {
+	return f.r.(interface{ Identity() (uint64, uint64, uint64) }).Identity()
+}
 
 func (f flippedAt) ReadAt(b []byte, off int64) (int, error) {
 	n, err := f.r.ReadAt(b, off)

@@ -22,6 +22,11 @@ import (
 // line (every sample is at the profile's start). speedscope and SVG
 // files are outputs only.
 
+// maxSampleValue bounds one pprof sample's count: a stacktop sample is
+// stored in 31-bit parts, and a crafted count near 2^62 would make 2^31
+// of them.
+const maxSampleValue = 1 << 40
+
 // maxProfileSize bounds what a reader takes in: a profile bigger than
 // this is not one of stacktop's (record's are a few MB).
 const maxProfileSize = 1 << 30
@@ -64,16 +69,20 @@ func looksFolded(b []byte) bool {
 	if len(b) >= 2 && b[0] == 0x1f && b[1] == 0x8b {
 		return false
 	}
-	line := b
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		line = b[:i]
+	// An uncompressed pprof starts with 0x0a, a newline (field 1, its
+	// sample types): look at the first line that is not empty, which in
+	// a protobuf holds a control byte soon.
+	text := bytes.TrimLeft(b, "\n")
+	line := text[:min(len(text), 4096)]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
 	}
 	for _, c := range line {
 		if c < 0x20 && c != '\t' && c != '\r' {
 			return false
 		}
 	}
-	return len(b) > 0
+	return len(text) > 0
 }
 
 // ReadFolded reads folded stacks, "root;...;leaf COUNT" a line, into a
@@ -175,6 +184,9 @@ func fromPprof(in *pprof.Profile) (*profile.Profile, error) {
 	for _, s := range in.Sample {
 		if len(s.Value) <= value || s.Value[value] <= 0 {
 			continue
+		}
+		if s.Value[value] > maxSampleValue {
+			return nil, &ReadError{FormatPprof, 0, fmt.Sprintf("a sample of %d, more than %d", s.Value[value], int64(maxSampleValue))}
 		}
 		frames = frames[:0]
 		for _, loc := range s.Location {

@@ -87,3 +87,28 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+// TestReadUncompressedPprof: a pprof file written without gzip starts
+// with a newline byte (its first field's tag) and is still read as pprof;
+// a sample count no profile holds is refused, not expanded.
+func TestReadUncompressedPprof(t *testing.T) {
+	var raw bytes.Buffer
+	if err := BuildPprof(knownSplit()).WriteUncompressed(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Bytes()[0] != '\n' {
+		t.Fatalf("uncompressed pprof starts with %#x", raw.Bytes()[0])
+	}
+	p, f, err := Read(bytes.NewReader(raw.Bytes()))
+	if err != nil || f != FormatPprof || p.Samples != 400 {
+		t.Fatalf("Read: %v, %v (%d samples)", f, err, p.Samples)
+	}
+	big := BuildPprof(knownSplit())
+	big.Sample[0].Value[0] = 1 << 62
+	raw.Reset()
+	big.WriteUncompressed(&raw)
+	var re *ReadError
+	if _, _, err := Read(bytes.NewReader(raw.Bytes())); !errors.As(err, &re) {
+		t.Errorf("a count of 2^62: %v, want a *ReadError", err)
+	}
+}

@@ -329,8 +329,9 @@ func (p *Process) ours(tid int) bool {
 	if procmaps.IsThreadOf(p.pid, tid) {
 		return true
 	}
-	ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0)
-	p.tr.leftTraced[tid] = struct{}{}
+	if ptraceReq(unix.PTRACE_INTERRUPT, tid, 0, 0) == nil {
+		p.tr.leftTraced[tid] = struct{}{} // its stop comes, and is let go
+	}
 	return false
 }
 

@@ -17,6 +17,8 @@ type File struct {
 	served   bool        // on FUSE or a network file system
 	stalled  atomic.Bool // a read passed its deadline: the file is given up
 	deadline time.Duration
+	key      string // its root and directory, for pending
+	mappable bool   // see Mappable
 }
 
 // ReadAt reads len(p) bytes at off, as io.ReaderAt. On a served file
@@ -48,9 +50,8 @@ func (f *File) ReadAt(p []byte, off int64) (int, error) {
 	}()
 	r, ok := awaitWork(done, &began, f.deadline)
 	if !ok {
-		if !f.stalled.Swap(true) {
-			stalled(f.f.Name())
-		}
+		f.stalled.Store(true)
+		giveUp(f.key, f.f.Name(), done)
 		return 0, &Error{f.f.Name(), ErrStalled}
 	}
 	copy(p, r.b[:r.n])
@@ -66,6 +67,12 @@ func (f *File) Name() string { return f.f.Name() }
 // Fd is the file's descriptor, valid until Close.
 func (f *File) Fd() uintptr { return f.f.Fd() }
 
+// Identity is the file's device, inode and change time at the open: what
+// names its contents for a cache.
+func (f *File) Identity() (dev, ino, ctimeNS uint64) {
+	return uint64(f.Stat.Dev), f.Stat.Ino, uint64(f.Stat.Ctim.Nano())
+}
+
 // Size is the file's size at the open.
 func (f *File) Size() int64 { return f.Stat.Size }
 
@@ -74,11 +81,13 @@ func (f *File) Close() error { return f.f.Close() }
 
 // Mappable returns the *os.File when mapping the file is safe: on a local
 // file system (a page fault on FUSE waits for its server, with no
-// deadline) and owned by root. A user who owns a mapped file can truncate
-// it, and a read of the mapping past the new end is a SIGBUS that ends
-// the program; a file that no target can write has no such end.
+// deadline), owned by root and opened for a target that is not root. A
+// process that can write a mapped file can truncate it, and a read of the
+// mapping past the new end is a SIGBUS that ends the program: a root
+// target (in a container without a user namespace, say) owns root's files
+// too, and a file opened with no reader named has an owner unchecked.
 func (f *File) Mappable() *os.File {
-	if f.served || f.Stat.Uid != 0 {
+	if !f.mappable {
 		return nil
 	}
 	return f.f

@@ -56,6 +56,11 @@ type Opener struct {
 	MaxSize int64
 	// Deadline replaces DefaultDeadline when not zero.
 	Deadline time.Duration
+	// NoSymlinks refuses a path with any symlink in it (a file the target
+	// writes itself in a shared directory, like its perf map): the owner
+	// and permission checks see the file, not the directories a link
+	// leads through.
+	NoSymlinks bool
 }
 
 // Open opens name, resolved inside o.Root without following /proc magic
@@ -84,16 +89,24 @@ func (o Opener) deadline() time.Duration {
 	return DefaultDeadline
 }
 
-// pending counts the opens past their deadline that have not returned yet,
-// by root and directory: a new open there would wait on the same server.
+// pending counts the opens and reads past their deadline that have not
+// returned yet, by root and directory: a new open there would wait on the
+// same server. Each holds a goroutine and an OS thread in the kernel, so
+// past maxPending of them in all no new open is tried anywhere: a target
+// that serves a mount of endless directories, each hanging, cannot make
+// stacktop spend threads without bound.
 var pending = struct {
 	sync.Mutex
-	n map[string]int
+	n     map[string]int
+	total int
 }{n: map[string]int{}}
+
+const maxPending = 64
 
 func addPending(key string, d int) {
 	pending.Lock()
 	defer pending.Unlock()
+	pending.total += d
 	if pending.n[key] += d; pending.n[key] <= 0 {
 		delete(pending.n, key)
 	}
@@ -102,7 +115,18 @@ func addPending(key string, d int) {
 func isPending(key string) bool {
 	pending.Lock()
 	defer pending.Unlock()
-	return pending.n[key] > 0
+	return pending.n[key] > 0 || pending.total >= maxPending
+}
+
+// giveUp counts work past its deadline as pending under key until done
+// answers, and the file as given up (StallNote).
+func giveUp[T any](key, name string, done <-chan T) {
+	stalled(name)
+	addPending(key, 1)
+	go func() {
+		<-done
+		addPending(key, -1)
+	}()
 }
 
 // stalls counts the files given up at their deadline, for StallNote.
@@ -162,14 +186,15 @@ func (o Opener) run(name string, openPath func() (int, error)) (*File, error) {
 	}()
 	r, ok := awaitWork(done, &began, o.deadline())
 	if !ok {
-		stalled(name)
-		addPending(key, 1)
-		go func() {
-			if r := <-done; r.f != nil {
+		late := make(chan result, 1)
+		go func() { // a late answer's file is closed
+			r := <-done
+			if r.f != nil {
 				r.f.Close()
 			}
-			addPending(key, -1)
+			late <- r
 		}()
+		giveUp(key, name, late)
 		return nil, &Error{name, ErrStalled}
 	}
 	return r.f, r.err
@@ -223,11 +248,12 @@ func (o Opener) open(name string, openPath func() (int, error)) (*File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
-	f := &File{f: os.NewFile(uintptr(fd), name), Stat: st, deadline: o.deadline()}
+	f := &File{f: os.NewFile(uintptr(fd), name), Stat: st, deadline: o.deadline(), key: o.Root + "\x00" + path.Dir(name)}
 	var sfs unix.Statfs_t
 	if unix.Fstatfs(fd, &sfs) != nil || servedFS(int64(sfs.Type)) {
 		f.served = true
 	}
+	f.mappable = !f.served && st.Uid == 0 && st.Mode&0o022 == 0 && o.Reader != nil && o.Reader.UID != 0
 	return f, nil
 }
 
@@ -297,6 +323,9 @@ func servedFS(magic int64) bool {
 // pathFD opens name inside o.Root with O_PATH.
 func (o Opener) pathFD(name string) (int, error) {
 	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS}
+	if o.NoSymlinks {
+		how.Resolve |= unix.RESOLVE_NO_SYMLINKS
+	}
 	dir := unix.AT_FDCWD
 	if o.Root != "" {
 		d, err := unix.Open(o.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -311,7 +340,11 @@ func (o Opener) pathFD(name string) (int, error) {
 	if errors.Is(err, unix.ENOSYS) {
 		// Before Linux 5.6: symlinks resolve in our root; the checks on
 		// the file reached still hold.
-		fd, err = unix.Open(o.Root+name, unix.O_PATH|unix.O_CLOEXEC, 0)
+		flags := unix.O_PATH | unix.O_CLOEXEC
+		if o.NoSymlinks {
+			flags |= unix.O_NOFOLLOW // the last component at least
+		}
+		fd, err = unix.Open(o.Root+name, flags, 0)
 	}
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: o.Root + name, Err: err}

@@ -47,6 +47,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"to-secret", filepath.Join(dir, "secret")},
 		{"to-null", "/dev/null"},
 		{"to-self-fd", "/proc/self/fd/0"},
+		{"to-public", filepath.Join(dir, "public")},
 	} {
 		if err := os.Symlink(link.to, filepath.Join(dir, link.name)); err != nil {
 			t.Fatal(err)
@@ -77,6 +78,8 @@ func TestOpenRefuses(t *testing.T) {
 		{"secret", Opener{}, nil},
 		{"public", Opener{Reader: nobody}, nil},
 		{"absent", Opener{}, fs.ErrNotExist},
+		{"to-public", Opener{NoSymlinks: true}, unix.ELOOP},
+		{"to-public", Opener{}, nil},
 		{"other", Opener{Reader: nobody}, ErrOwner},
 	} {
 		if tc.name == "other" && owned == 0 {

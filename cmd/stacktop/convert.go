@@ -77,6 +77,7 @@ func runConvert(args []string) int {
 			fmt.Fprintln(os.Stderr, "stacktop: --diff:", err)
 			return exitConvertBadData
 		}
+		base = f.view(base) // like against like: --blocked applies to both
 	}
 	out, err := outfile.Create(output)
 	if err != nil {

@@ -77,6 +77,9 @@ func (f *fleetFlags) check() error {
 			return fmt.Errorf("--pyroscope: %v", err)
 		}
 	}
+	if f.pyroscope == "" {
+		return nil // the PYROSCOPE_* variables are another tool's then
+	}
 	return f.pyroscopeAuth(os.Getenv)
 }
 

@@ -30,6 +30,7 @@ type perfMap struct {
 	size    int64
 	mtime   unix.Timespec
 	m       *symbols.PerfMap
+	stuck   bool // the file did not answer within its deadline: not tried again
 }
 
 const (
@@ -52,7 +53,7 @@ func (p *perfMap) name(f *profile.Frame) {
 // the last check is old enough; it reports whether the map changed.
 func (p *perfMap) refresh() bool {
 	now := time.Now()
-	if !p.checked.IsZero() && now.Sub(p.checked) < perfMapRecheck {
+	if p.stuck || !p.checked.IsZero() && now.Sub(p.checked) < perfMapRecheck {
 		return false
 	}
 	p.checked = now
@@ -71,8 +72,9 @@ func (p *perfMap) refresh() bool {
 	// The map lives in a world-writable directory and stacktop runs as
 	// root: only a regular file of the target's user (or root), as perf
 	// requires, found inside the target's root, under a deadline.
-	f, err := targetfile.Opener{Root: procmaps.RootDir(p.pid), Reader: p.user}.Open(p.path)
+	f, err := targetfile.Opener{Root: procmaps.RootDir(p.pid), Reader: p.user, NoSymlinks: true}.Open(p.path)
 	if err != nil {
+		p.stuck = errors.Is(err, targetfile.ErrStalled)
 		return false
 	}
 	defer f.Close()
@@ -84,6 +86,7 @@ func (p *perfMap) refresh() bool {
 	data := make([]byte, min(f.Stat.Size, maxPerfMapSize))
 	n, err := f.ReadAt(data, 0)
 	if err != nil && !errors.Is(err, io.EOF) {
+		p.stuck = errors.Is(err, targetfile.ErrStalled)
 		return false
 	}
 	// A bad line costs only itself (ParsePerfMap keeps the others).
