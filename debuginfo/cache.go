@@ -127,7 +127,9 @@ type fileID struct{ Dev, Ino, CtimeNS uint64 }
 func fileIdentity(r io.ReaderAt) (fileID, bool) {
 	var fh *os.File
 	switch f := r.(type) {
-	case interface{ Identity() (dev, ino, ctimeNS uint64) }:
+	case interface {
+		Identity() (dev, ino, ctimeNS uint64)
+	}:
 		// A target's file: as checked at its open, with no fstat now
 		// (on FUSE one waits on the target's server, with no deadline).
 		dev, ino, ctime := f.Identity()

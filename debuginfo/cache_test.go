@@ -183,7 +183,9 @@ type flippedAt struct {
 
 // Identity is r's file's, which the key takes.
 func (f flippedAt) Identity() (dev, ino, ctimeNS uint64) {
-	return f.r.(interface{ Identity() (uint64, uint64, uint64) }).Identity()
+	return f.r.(interface {
+		Identity() (uint64, uint64, uint64)
+	}).Identity()
 }
 
 func (f flippedAt) ReadAt(b []byte, off int64) (int, error) {
