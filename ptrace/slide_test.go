@@ -363,7 +363,10 @@ func TestSlideNoYieldAfterCallerWait(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := tr.batch.yields - yields; got != 0 {
-		t.Errorf("%d yields, want 0: the tracer parked between every window", got)
+	// A loaded machine can preempt the tracer thread inside one window
+	// for longer than slideYieldEvery, and that window yields, rightly;
+	// the bug yielded at every window after the first 20 ms (dozens).
+	if got := tr.batch.yields - yields; got > 2 {
+		t.Errorf("%d yields, want at most 2: the tracer parked between every window", got)
 	}
 }
