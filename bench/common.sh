@@ -79,3 +79,44 @@ restore_halt_poll() {
 		echo "$halt_poll_saved" >"$halt_poll_param"
 	fi
 }
+
+# build_collector: the OpenTelemetry Collector of testdata/otelcol, into
+# $work/otelcol (go build caches it after the first time).
+build_collector() {
+	echo "building the Collector..."
+	(cd "$root/testdata/otelcol" && GOWORK=off go build -trimpath -o "$work/otelcol" .)
+}
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# start_collector PORT: a Collector with its gRPC receiver on PORT.
+start_collector() {
+	cat >"$work/otelcol.yaml" <<YAML
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:$1
+exporters:
+  file:
+    path: $work/received.pb
+    format: proto
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    profiles:
+      receivers: [otlp]
+      exporters: [file]
+YAML
+	"$work/otelcol" --config "file:$work/otelcol.yaml" --feature-gates=service.profilesSupport >"$work/otelcol.log" 2>&1 &
+	collector=$!
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return; fi
+		sleep 0.1
+	done
+	echo "the Collector did not start:" >&2
+	cat "$work/otelcol.log" >&2
+	exit 1
+}

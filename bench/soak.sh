@@ -18,33 +18,9 @@ secs=${1:-3600}
 every=${2:-60}
 command -v tmux >/dev/null || { echo "soak.sh needs tmux" >&2; exit 1; }
 
-echo "building the Collector..."
-(cd "$root/testdata/otelcol" && GOWORK=off go build -trimpath -o "$work/otelcol" .)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-cat >"$work/otelcol.yaml" <<YAML
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:$port
-exporters:
-  file:
-    path: $work/received.pb
-    format: proto
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    profiles:
-      receivers: [otlp]
-      exporters: [file]
-YAML
-"$work/otelcol" --config "file:$work/otelcol.yaml" --feature-gates=service.profilesSupport >"$work/otelcol.log" 2>&1 &
-for _ in $(seq 100); do
-	if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-	sleep 0.1
-done
+build_collector
+port=$(free_port)
+start_collector "$port"
 
 # One target each: a process has one tracer.
 nice -n 10 "$targets/exiter-fp" churn >/dev/null &

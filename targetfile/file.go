@@ -92,7 +92,3 @@ func (f *File) Mappable() *os.File {
 	}
 	return f.f
 }
-
-// OS returns the *os.File, for callers that need one (Seek, Stat). Reads
-// through it are not bounded by the deadline.
-func (f *File) OS() *os.File { return f.f }
