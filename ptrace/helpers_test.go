@@ -78,6 +78,7 @@ func attachHelper() {
 type target struct {
 	cmd    *exec.Cmd
 	out    *bufio.Reader
+	in     io.WriteCloser // the target's stdin, for modes that wait on a line
 	pid    int
 	reaped bool // the tracer reaped it (it was our child and exited while traced)
 }
@@ -98,11 +99,15 @@ func startTarget(t testing.TB, args ...string) *target {
 	if err != nil {
 		t.Fatal(err)
 	}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	tg := &target{cmd: cmd, out: bufio.NewReader(r), pid: cmd.Process.Pid}
+	tg := &target{cmd: cmd, out: bufio.NewReader(r), in: in, pid: cmd.Process.Pid}
 	t.Cleanup(func() {
 		syscall.Kill(tg.pid, syscall.SIGKILL)
 		if !tg.reaped {

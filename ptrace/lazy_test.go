@@ -5,6 +5,7 @@ package ptrace
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"syscall"
@@ -220,6 +221,66 @@ func TestLazyProcessExits(t *testing.T) {
 		}
 		if err := p.Detach(); err != nil {
 			t.Fatalf("Detach: %v", err)
+		}
+	}
+}
+
+// A leader that leaves (pthread_exit) while its threads run is a zombie
+// until they end. Whether it left before the attach or during the dump,
+// its samples say it exited, never that the process had no such thread.
+func TestLazyLeaderExits(t *testing.T) {
+	for _, attachFirst := range []bool{true, false} {
+		name := map[bool]string{true: "attached-first", false: "left-first"}[attachFirst]
+		t.Run(name, func(t *testing.T) { testLazyLeaderExits(t, attachFirst) })
+	}
+}
+
+func testLazyLeaderExits(t *testing.T, attachFirst bool) {
+	tg := startTarget(t, "leaderexit")
+	leave := func() {
+		if _, err := io.WriteString(tg.in, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+		waitState(t, tg.pid, "Z")
+	}
+	if !attachFirst {
+		leave()
+	}
+	tr := NewTracer()
+	defer tr.Close()
+	p, err := tr.AttachLazy(tg.pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := p.Detach(); err != nil {
+			t.Errorf("Detach: %v", err)
+		}
+	}()
+	tids, err := p.ListThreads()
+	if err != nil || len(tids) != 2 {
+		t.Fatalf("ListThreads = %v, %v; want the leader and a spinner", tids, err)
+	}
+	if attachFirst {
+		leave()
+	}
+	for batch := 0; batch < 3; batch++ {
+		var leaderErr error
+		err := p.SampleBatch(tids, BatchOptions{StackWindow: 1024, Overlap: true},
+			func(i int, s *Sample, err error) bool {
+				switch {
+				case tids[i] == tg.pid:
+					leaderErr = err
+				case err != nil:
+					t.Errorf("batch %d: spinner %d: %v", batch, tids[i], err)
+				}
+				return true
+			})
+		if err != nil {
+			t.Fatalf("batch %d: %v", batch, err)
+		}
+		if !errors.Is(leaderErr, ErrThreadExited) {
+			t.Errorf("batch %d: the zombie leader's sample: %v, want ErrThreadExited", batch, leaderErr)
 		}
 	}
 }

@@ -882,7 +882,8 @@ func (p *Process) notTraced(tid int) error {
 	switch {
 	case p.released[tid]:
 		return fmt.Errorf("thread %d released: %w", tid, ErrDetached)
-	case p.seen[tid]:
+	case p.seen[tid], tid == p.pid && p.leaderZombie:
+		// The leader exited: a zombie until the others go.
 		return ErrThreadExited
 	}
 	return ErrUnknownThread

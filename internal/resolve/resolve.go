@@ -1,6 +1,7 @@
 package resolve
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -75,6 +76,9 @@ type Resolver struct {
 	// stackRefreshed is when a walk last read the maps again for a stack
 	// pointer on no known mapping (stackRefreshGap).
 	stackRefreshed time.Time
+	// codeUnchanged is when a walk that left the known code last found the
+	// maps unchanged (codeRefreshGap).
+	codeUnchanged time.Time
 }
 
 // stackRefreshGap is how often, at most, a walk whose stack pointer lies
@@ -83,6 +87,27 @@ type Resolver struct {
 // bounds the walk can tell the back end nothing of what it needed of it
 // (s.StackUse, from which the ptrace back end learns a thread's copy).
 const stackRefreshGap = time.Second
+
+// codeRefreshGap is how often, at most, a walk that reaches a return
+// address in no known mapping reads the maps again and finds them
+// unchanged. New code is found at once (a read that finds a change does
+// not count), while a garbage return address, which no read can explain,
+// costs one read of the maps per gap, not one per sample.
+const codeRefreshGap = time.Second
+
+// codeMapped reads the maps again for a walk that reached a return
+// address in no known mapping, and reports whether they changed.
+func (r *Resolver) codeMapped() bool {
+	if time.Since(r.codeUnchanged) < codeRefreshGap {
+		return false
+	}
+	old := r.space
+	if r.refresh() != nil || r.space == old {
+		r.codeUnchanged = time.Now()
+		return false
+	}
+	return true
+}
 
 // New loads the address space of pid. mem reads the process's memory
 // (frames beyond a sample's stack copy, the vDSO image); it stays the
@@ -229,6 +254,13 @@ func (r *Resolver) Walk(s *backend.Sample) unwind.Stack {
 		r.window.StackEnd = m.End // what the walk reads of it: s.StackUse
 	}
 	st := r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
+	if errors.Is(st.Err, unwind.ErrNoModule) && r.codeMapped() {
+		// A caller in code mapped since the maps were read (the C
+		// library, while the dynamic loader maps it at a program's
+		// start): walk again with it.
+		r.window = unwind.StackWindow{Base: s.StackAddr, Bytes: s.Stack, Fallback: r.mem, StackEnd: r.window.StackEnd}
+		st = r.walker.Walk(s.Regs, &r.window, &r.mods, opts)
+	}
 	r.goStacks.check(&st)
 	if s.LateStop {
 		st.Frames = r.wrapperCaller(st.Frames)

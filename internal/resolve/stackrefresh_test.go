@@ -57,3 +57,46 @@ func TestWalkLearnsNewStackMapping(t *testing.T) {
 		t.Errorf("StackUse %+v: the walk's reads of the new mapping [%#x, %#x) were not recorded", s.StackUse, base, base+1<<16)
 	}
 }
+
+// TestWalkLearnsNewCode: a walk that reaches a return address in code
+// mapped after the resolver read the maps (the C library, mapped by the
+// dynamic loader after a program's first sample) reads them again and
+// walks on, instead of ending the stack there. The caller here is an
+// executable page mapped after New.
+func TestWalkLearnsNewCode(t *testing.T) {
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the frame record below is x86-64's")
+	}
+	pid := os.Getpid()
+	cache := modules.NewModuleCache()
+	defer cache.Close()
+	mem := ptrace.NewMemory(pid)
+	defer mem.Close()
+	r, err := New(pid, mem, cache, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+
+	code, err := syscall.Mmap(-1, 0, 1<<12, syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
+	if err != nil {
+		t.Skip("no executable mapping allowed here:", err)
+	}
+	defer syscall.Munmap(code)
+	stack := make([]byte, 0x200)
+	base := uint64(reflect.ValueOf(stack).Pointer())
+	// At SP+0x100 a frame record: no caller's frame pointer, and a return
+	// address into the new code.
+	const fp = 0x100
+	ret := uint64(reflect.ValueOf(code).Pointer()) + 0x10
+	binary.LittleEndian.PutUint64(stack[fp:], 0)
+	binary.LittleEndian.PutUint64(stack[fp+8:], ret)
+	s := backend.Sample{TID: pid, StackAddr: base, Stack: stack,
+		Regs: regs.Set{Arch: regs.AMD64, PC: uint64(reflect.ValueOf(stackRefreshPC).Pointer()) + 1}}
+	s.Regs.Put(regs.AMD64RSP, base)
+	s.Regs.Put(regs.AMD64RBP, base+fp)
+	st := r.Walk(&s)
+	if len(st.Frames) < 2 || st.Frames[1].PC != ret {
+		t.Errorf("walk %+v (err %v): want the caller at %#x, in code mapped after New", st.Frames, st.Err, ret)
+	}
+}

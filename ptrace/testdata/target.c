@@ -159,6 +159,14 @@ int main(int argc, char **argv) {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, 0);
     exit(7);
+  } else if (!strcmp(mode, "leaderexit")) {
+    /* The main thread leaves on "go" (a line on stdin); the spinners
+       go on, the leader a zombie until they end. */
+    pthread_create(&t, 0, spinner, 0);
+    printf("ready\n");
+    char line[8];
+    if (fgets(line, sizeof line, stdin)) pthread_exit(0);
+    return 3;
   }
   return 2;
 }
