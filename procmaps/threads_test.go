@@ -155,8 +155,27 @@ func lockedThread(t *testing.T, fn func(stop <-chan struct{})) int {
 		tidc <- unix.Gettid()
 		fn(stop)
 	}()
-	t.Cleanup(func() { close(stop) })
-	return <-tidc
+	tid := <-tidc
+	t.Cleanup(func() {
+		close(stop)
+		// Wait for the thread to be gone: a test after this one lists the
+		// process's threads, and the kernel's listing of a task directory
+		// skips live threads while others exit (it resumes by position
+		// when the last thread it returned is gone).
+		// The main thread (the runtime's m0, tid == pid) never exits: the
+		// runtime parks it instead.
+		if tid == os.Getpid() {
+			return
+		}
+		task := fmt.Sprintf("/proc/self/task/%d", tid)
+		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
+			if _, err := os.Stat(task); err != nil {
+				return
+			}
+		}
+		t.Errorf("thread %d still there 5 s after its goroutine ended", tid)
+	})
+	return tid
 }
 
 func TestThreadsSelf(t *testing.T) {
