@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -92,31 +93,106 @@ func TestDistroPLTStub(t *testing.T) {
 	if tid == 0 {
 		t.Fatal("no pltloop thread")
 	}
+	plt := pltRanges(t, tg.PID(), targets.Path("libcblock-sframe3"))
 	tr := newTracer(t)
-	for try := 0; try < 500; try++ {
+	// Stopped at random, the thread's pc is in a stub some 1 time in 400.
+	// A stop costs about a millisecond and its pc is read from /proc; the
+	// dump runs once, for the stop that landed in a stub.
+	for try := 0; try < 5000; try++ {
 		tg.Stop()
+		if !plt.contains(stoppedPC(t, tg.PID(), tid)) {
+			tg.Cont()
+			continue
+		}
 		res, err := Run(tr, tg.PID(), Options{TID: tid})
 		if err != nil {
 			tg.Cont()
 			t.Fatalf("dump: %v", err)
 		}
-		if len(res.Threads) == 1 && len(res.Threads[0].Frames) > 0 && strings.HasSuffix(res.Threads[0].Frames[0].Function, "@plt") {
-			// The dump left the process stopped: gdb sees the same state.
-			gdb, err := gdbstack.Backtrace(tg.PID())
+		if len(res.Threads) != 1 || len(res.Threads[0].Frames) == 0 || !strings.HasSuffix(res.Threads[0].Frames[0].Function, "@plt") {
 			tg.Cont()
-			if err != nil {
-				t.Fatalf("gdb: %v", err)
-			}
-			t.Logf("pc in %s after %d tries; methods: %s", res.Threads[0].Frames[0].Function, try+1, methodShares(res.Threads))
-			compareThread(t, res.Threads[0], gdb[tid], false)
-			if t.Failed() {
-				t.Logf("stacktop: %v\ngdb: %v", res.Threads[0].Frames, gdb[tid])
-			}
-			return
+			t.Fatalf("pc %#x is in a PLT stub, but the dump's first frame is not: %v", stoppedPC(t, tg.PID(), tid), res.Threads)
 		}
+		// The dump left the process stopped: gdb sees the same state.
+		gdb, err := gdbstack.Backtrace(tg.PID())
 		tg.Cont()
+		if err != nil {
+			t.Fatalf("gdb: %v", err)
+		}
+		t.Logf("pc in %s after %d tries; methods: %s", res.Threads[0].Frames[0].Function, try+1, methodShares(res.Threads))
+		compareThread(t, res.Threads[0], gdb[tid], false)
+		if t.Failed() {
+			t.Logf("stacktop: %v\ngdb: %v", res.Threads[0].Frames, gdb[tid])
+		}
+		return
 	}
-	t.Skip("no stop landed in the PLT stub in 500 tries")
+	t.Skip("no stop landed in the PLT stub in 5000 tries")
+}
+
+// addrRanges are [start, end) address ranges.
+type addrRanges [][2]uint64
+
+func (rs addrRanges) contains(addr uint64) bool {
+	for _, r := range rs {
+		if r[0] <= addr && addr < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// pltRanges returns where the PLT sections of the executable exe are in
+// process pid.
+func pltRanges(t *testing.T, pid int, exe string) addrRanges {
+	t.Helper()
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	maps, err := procmaps.ReadMaps(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rs addrRanges
+	for i := range maps {
+		m := &maps[i]
+		if !m.IsExec() || filepath.Base(m.Path) != filepath.Base(exe) {
+			continue
+		}
+		bias, err := procmaps.LoadBias(f, m, uint64(os.Getpagesize()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, sec := range f.Sections {
+			if sec.Name == ".plt" || sec.Name == ".plt.sec" {
+				rs = append(rs, [2]uint64{bias + sec.Addr, bias + sec.Addr + sec.Size})
+			}
+		}
+	}
+	if len(rs) == 0 {
+		t.Fatalf("no PLT of %s mapped in %d", exe, pid)
+	}
+	return rs
+}
+
+// stoppedPC reads the user pc of a thread stopped outside a system call
+// from /proc/PID/task/TID/syscall ("-1 SP PC").
+func stoppedPC(t *testing.T, pid, tid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/syscall", pid, tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(string(b))
+	if len(fields) < 3 {
+		return 0 // in a system call: a pc in the PLT never is
+	}
+	pc, err := strconv.ParseUint(strings.TrimPrefix(fields[len(fields)-1], "0x"), 16, 64)
+	if err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	return pc
 }
 
 func TestDistroCxxInline(t *testing.T) {
