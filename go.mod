@@ -1,4 +1,4 @@
-module stacktop
+module codeberg.org/stacktop/stacktop
 
 go 1.26.8
 
@@ -24,7 +24,6 @@ require (
 )
 
 require (
-	earlytty v0.0.0
 	github.com/aymanbagabas/go-osc52/v2 v2.0.1 // indirect
 	github.com/charmbracelet/colorprofile v0.2.3-0.20250311203215-f60798e515dc // indirect
 	github.com/charmbracelet/x/cellbuf v0.0.13-0.20250311204145-2c3ea96c31dd // indirect
@@ -42,5 +41,3 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
 )
-
-replace earlytty => ./internal/earlytty

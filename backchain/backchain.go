@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"math"
 
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Offsets in the s390x register save area (struct stack_frame_user) and the

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // stack is a fake big-endian s390x stack at [low, low+len(mem)).

@@ -3,8 +3,8 @@ package backchain
 import (
 	"math"
 
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // A topmost leaf that allocated no frame (it needs no stack) leaves r15 at

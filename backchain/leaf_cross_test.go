@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // gcc's s390x output with -mbackchain: spin_leaf allocates a frame and

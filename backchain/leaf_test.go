@@ -3,7 +3,7 @@ package backchain
 import (
 	"testing"
 
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // codeAt serves the text of the fake program: BRASL before b's call of c,

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 const s390xFixtureAddr = 0x108a2e8 // testdata/README.md

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // testBinaries are real objects whose CFI is compared with readelf's.

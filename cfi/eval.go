@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-delve/delve/pkg/dwarf/op"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // ErrExpr: a DWARF expression could not be evaluated.

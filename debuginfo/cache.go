@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/buildid"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
 )
 
 // A Cache keeps, in files, the decompressed bytes of compressed DWARF

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 func TestParseDebugLink(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // FuzzLines feeds mutated .debug_info/.debug_abbrev/.debug_line bytes

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/symbols"
 )
 
 // Frame is one source-level frame of a PC: a function, or a call inlined

@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/buildid"
-	"stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/targetfile"
 )
 
 // DefaultDebugDir is where distributions install separate debug files.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/symbols"
 )
 
 // TestMiniDebugInfo builds a stripped binary carrying .gnu_debugdata the

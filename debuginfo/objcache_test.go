@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
-	"stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/symbols"
 )
 
 // testSymbolTable is the symbol table of the machine's C library (any

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/symbols"
 )
 
 // buildCXX compiles testdata/inline.cc with -O2 -g.

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // Format is an output file format.

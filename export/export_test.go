@@ -13,7 +13,7 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // knownSplit is a profile whose time split is known by construction: 75% in

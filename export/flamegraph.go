@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // FlameGraphOptions tune the SVG flame graph.

@@ -17,8 +17,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"stacktop/internal/fuzzbudget"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // xnode is a generic XML element, enough to walk an SVG without knowing it.

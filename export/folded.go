@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // FoldedOptions tune the folded output.

@@ -9,7 +9,7 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // TestThreadsOption: with Options.Threads every format that draws a tree

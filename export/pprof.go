@@ -6,7 +6,7 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // WritePprof writes a gzipped pprof protobuf. Each distinct (thread, stack)

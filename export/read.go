@@ -12,7 +12,7 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // The readers turn a saved profile back into a profile.Profile, for

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // TestFoldedPprofRoundTrip: folded stacks, written as pprof and read

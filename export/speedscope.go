@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // speedscopeSchema is the value speedscope expects in "$schema"; it is how

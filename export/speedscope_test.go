@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // stackSpec is one sample of a hand-built profile: a thread and its frames,

@@ -3,7 +3,7 @@ package export
 import (
 	"strconv"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // threadRootName is the root frame of a thread's stacks under --threads:

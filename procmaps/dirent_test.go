@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // dirent encodes one linux_dirent64 record as getdents64 writes it.

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // ArchOf maps an ELF header to the target architecture.

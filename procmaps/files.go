@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/targetfile"
 )
 
 // The one-shot reads below are the /proc facts other packages need beyond

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/targetfile"
 )
 
 // Source says how the file behind a mapping was opened.

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/targetfile"
 )
 
 // copyRun copies /bin/sleep to dir/name, runs it and returns it with the

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestSchedstatFileRereads checks what SchedstatFile relies on: pread at

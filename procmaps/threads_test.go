@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // statLine builds a 52-field stat line with the given comm and state and

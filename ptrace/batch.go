@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // Quiet stops.

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // batchAll runs SampleBatch over every thread of p and returns each

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // BenchmarkSample samples one busy thread like ptrace-floor.c does (16 KiB

@@ -9,7 +9,7 @@ import (
 	"os"
 	"strconv"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 var (

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 var targetBin string // built by TestMain; "" when gcc is missing

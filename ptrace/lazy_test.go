@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // lazyDump samples every thread of the lazily attached p as stacktop dump

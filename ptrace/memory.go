@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // Memory reads a process's memory. It needs no ptrace stop and no tracer

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // threadState is what the tracer knows about one tracee thread; it decides

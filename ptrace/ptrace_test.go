@@ -22,7 +22,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 func attach(t testing.TB, tr *Tracer, pid int) *Process {

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // prstatus is the NT_PRSTATUS layout of this architecture (user_regs_struct).

@@ -2,7 +2,7 @@
 
 package ptrace
 
-import "stacktop/regs"
+import "codeberg.org/stacktop/stacktop/regs"
 
 // prstatus is a placeholder on architectures stacktop does not sample:
 // Sample fails with ErrUnsupportedArch before it is used.

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // prstatus is unix.PtraceRegs, whose head (psw, gprs, acrs, orig_gpr2) is

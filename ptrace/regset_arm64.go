@@ -2,7 +2,7 @@
 
 package ptrace
 
-import "stacktop/regs"
+import "codeberg.org/stacktop/stacktop/regs"
 
 // hasPAC: arm64 may have pointer authentication (NT_ARM_PAC_MASK).
 const (

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // Register sets beyond NT_PRSTATUS that the unwinders need on some

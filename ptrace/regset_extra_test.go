@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // The s390x FPRs land in DWARF 16-31 in the ABI's order, not f0-f15.

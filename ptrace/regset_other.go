@@ -2,7 +2,7 @@
 
 package ptrace
 
-import "stacktop/regs"
+import "codeberg.org/stacktop/stacktop/regs"
 
 const (
 	hasPAC      = false

@@ -5,7 +5,7 @@ package ptrace
 import (
 	"encoding/binary"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 const (

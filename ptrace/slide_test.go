@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // A sliding batch (Overlap, as dump runs it) samples every thread of a

@@ -7,7 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // spinPolicy decides, once per batch, whether the waits for a stop poll

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // Tracer owns one OS thread, the only one that issues ptrace requests and

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // TestBatchWindowAt: BatchOptions.WindowAt sizes each thread's copy from

@@ -20,7 +20,7 @@
 # 2.36) or older so the binaries run there; the script refuses a result that
 # needs a glibc symbol version newer than 2.36.
 #
-# No -g: gdb then prints an address for every frame (see internal/gdbstack)
+# No -g: gdb then prints an address for every frame (see internal/testsupport/gdbstack)
 # and the files stay small. Symbol tables are kept for symbolization.
 #
 # Expected warning: trixie's gas (V2) says "skipping SFrame FDE; non-SP/FP

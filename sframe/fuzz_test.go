@@ -6,7 +6,7 @@ import (
 	"io"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // FuzzParseLookup feeds arbitrary bytes through Parse and, when they parse,

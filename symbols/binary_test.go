@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // encodedTables are the test programs' tables (C, C++ with mangled names,

@@ -8,7 +8,7 @@ import (
 	"maps"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // FuzzLoad feeds arbitrary bytes through elf.NewFile, Load and Lookup.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // viewData is everything the three views draw, computed in Update from the

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // runAsync runs Run and fails the test if it has not returned within a

@@ -4,7 +4,7 @@ import (
 	"io"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // Source is what the UI polls, once per refresh interval, from a goroutine

@@ -10,7 +10,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // styles are made from the model's own renderer, so the colour profile

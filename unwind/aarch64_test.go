@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // Non-PIE functions (Bias 0) for arm64 and s390x.

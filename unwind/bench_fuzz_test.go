@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // sortedRows is a RowFinder over sorted, non-overlapping ranges that does

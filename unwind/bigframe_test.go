@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // A leaf with a 40 KiB frame on s390x: its saved r14 lies beyond a 16 KiB

@@ -1,8 +1,8 @@
 package unwind
 
 import (
-	"stacktop/cfi"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // CFIFinder is what the walker needs of a module's DWARF CFI (.eh_frame,

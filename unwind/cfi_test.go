@@ -5,8 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"stacktop/cfi"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // fakeCFI is a CFIFinder over address ranges (ELF vaddr space).

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/backchain"
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/backchain"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // The snapshots under testdata/cross/snapshots were captured live on s390x

@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"stacktop/cfi"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // TestSignalFrameOnAltStack: the handler runs on an alternate signal stack

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // These tests walk synthetic stacks through real .sframe sections: the

@@ -6,8 +6,8 @@ import (
 	"io"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 func fpOnly() Modules { return NewModuleList(exeModule(nil)) }

@@ -8,8 +8,8 @@ import (
 	"math"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // fakeStack builds a synthetic stack the way the target's code would:

@@ -3,7 +3,7 @@ package unwind
 import (
 	"encoding/binary"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // Frame 0 without unwind tables on a link-register architecture.

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // crossProgram is a cross-compiled testdata/cross/spin.c: its text and

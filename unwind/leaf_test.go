@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // leafMem is a Memory of a stack window and one code region.

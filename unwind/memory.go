@@ -6,7 +6,7 @@ import (
 	"io"
 	"sort"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // ErrOutsideWindow is returned by StackWindow.ReadAt for bytes outside the

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // The user's choice of unwinders (dump/record/top --unwinder): an ordered

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 func TestParseUnwinders(t *testing.T) {

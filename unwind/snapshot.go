@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // A Snapshot is one captured thread, complete enough to replay its walk

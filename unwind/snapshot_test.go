@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata snapshots made from fixtures")

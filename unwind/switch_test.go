@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // fakeSwitcher switches at frames whose PC (a return address) is in foo,

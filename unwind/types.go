@@ -8,8 +8,8 @@ import (
 	"encoding/binary"
 	"io"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // Method says how a frame was found.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"math"
 
-	"stacktop/cfi"
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // ErrTable marks Stack.LookupErr: an unwind table lookup failed for a

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // A PIE loaded at amd64Bias; the functions' ELF addresses are below.

@@ -6,8 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"stacktop/cfi"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // The s390x .eh_frame of cfi/testdata (big-endian, gcc 12 -O2, static):

@@ -1,6 +1,6 @@
 package unwind
 
-import "stacktop/regs"
+import "codeberg.org/stacktop/stacktop/regs"
 
 // s390x signal frames. A handler returns through a trampoline (the vDSO's
 // __kernel_rt_sigreturn, glibc's restorer, or the two bytes the kernel

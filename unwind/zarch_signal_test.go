@@ -3,7 +3,7 @@ package unwind
 import (
 	"testing"
 
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // bar is interrupted at bar+10 by a signal; the handler (a leaf, RA in

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // (File named zarch, not s390x: a _s390x suffix would be a build constraint.)

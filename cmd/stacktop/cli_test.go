@@ -2,19 +2,19 @@ package main
 
 import (
 	"bytes"
+	"codeberg.org/stacktop/stacktop/internal/selfsched"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"stacktop/internal/selfsched"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // The CLI's contract with users: exit codes and one- or two-line messages

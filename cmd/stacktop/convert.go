@@ -6,9 +6,9 @@ import (
 	"io"
 	"os"
 
-	"stacktop/export"
-	"stacktop/internal/outfile"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/export"
+	"codeberg.org/stacktop/stacktop/export/outfile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // Exit codes of `stacktop convert`, documented in docs/convert.md.

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"stacktop/debuginfo/debuginfod"
+	"codeberg.org/stacktop/stacktop/debuginfo/debuginfod"
 )
 
 // registerDebuginfod adds --no-debuginfod to a subcommand.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 func freePort(t *testing.T) int {

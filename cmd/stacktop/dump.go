@@ -7,11 +7,11 @@ import (
 	"os"
 	"slices"
 
-	"stacktop/internal/idlist"
-	"stacktop/internal/resolve"
-	"stacktop/internal/stackdump"
-	"stacktop/procmaps"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/idlist"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/stackdump"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // Exit codes of `stacktop dump`, documented in docs/dump.md.

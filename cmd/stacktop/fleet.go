@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"stacktop/export/otlp"
-	"stacktop/internal/fleet"
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/export/fleet"
+	"codeberg.org/stacktop/stacktop/export/otlp"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // fleetFlags are record's continuous-upload flags (docs/fleet.md).

@@ -21,12 +21,12 @@ import (
 
 	profpb "go.opentelemetry.io/proto/slim/otlp/profiles/v1development"
 
-	"stacktop/internal/otelcol"
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/otelcol"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // pprofFolded reads a pprof profile into "TID;outermost;...;leaf" ->
-// samples, the shape internal/otelcol.Folded gives for OTLP.
+// samples, the shape internal/testsupport/otelcol.Folded gives for OTLP.
 func pprofFolded(t *testing.T, p *pprof.Profile) map[string]int64 {
 	t.Helper()
 	idx := -1

@@ -16,9 +16,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/buildid"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // A hostile target chooses the files stacktop opens on its behalf: its

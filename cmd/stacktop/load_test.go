@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 var (

@@ -14,20 +14,20 @@
 // page); 64 is always a usage error.
 //
 // This package holds flags, wiring and output only: starting a command
-// (internal/spawn), writing an output file (internal/outfile), PID and TID
+// (internal/spawn), writing an output file (export/outfile), PID and TID
 // lists (internal/idlist) and sampling several processes as one
 // (internal/procgroup) live in packages of their own.
 package main
 
 import (
-	_ "earlytty" // before Bubble Tea's init: no 5 s terminal query (see its doc)
+	_ "codeberg.org/stacktop/stacktop/internal/earlytty" // before Bubble Tea's init: no 5 s terminal query (see its doc)
 
 	"fmt"
 	"os"
 	"runtime"
 	"runtime/pprof"
 
-	"stacktop/internal/selfsched"
+	"codeberg.org/stacktop/stacktop/internal/selfsched"
 )
 
 // exitUsage is the sysexits EX_USAGE code every subcommand uses for bad flags.

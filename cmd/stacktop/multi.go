@@ -5,12 +5,12 @@ import (
 	"os"
 	"regexp"
 
-	"stacktop/internal/live"
-	"stacktop/internal/procgroup"
-	"stacktop/internal/session"
-	"stacktop/profile"
-	"stacktop/ptrace"
-	"stacktop/tui"
+	"codeberg.org/stacktop/stacktop/internal/live"
+	"codeberg.org/stacktop/stacktop/internal/procgroup"
+	"codeberg.org/stacktop/stacktop/internal/session"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/tui"
 )
 
 // threadFilter keeps the threads whose name matches --thread-name. It is

@@ -14,7 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestRecordOutputKinds runs the real binary on a real target with -o on a

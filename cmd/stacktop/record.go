@@ -15,17 +15,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/export"
-	"stacktop/internal/engine"
-	"stacktop/internal/fleet"
-	"stacktop/internal/outfile"
-	"stacktop/internal/perfevent"
-	"stacktop/internal/selfsched"
-	"stacktop/internal/session"
-	"stacktop/internal/spawn"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/export"
+	"codeberg.org/stacktop/stacktop/export/fleet"
+	"codeberg.org/stacktop/stacktop/export/outfile"
+	"codeberg.org/stacktop/stacktop/internal/backend/perfevent"
+	"codeberg.org/stacktop/stacktop/internal/engine"
+	"codeberg.org/stacktop/stacktop/internal/selfsched"
+	"codeberg.org/stacktop/stacktop/internal/session"
+	"codeberg.org/stacktop/stacktop/internal/spawn"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // Exit codes of `stacktop record`, documented in docs/record.md. With

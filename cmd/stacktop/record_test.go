@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // The tests below run the stacktop binary that TestMain (cli_test.go)

@@ -6,8 +6,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"stacktop/internal/outfile"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/export/outfile"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // withTracer runs fn with a ptrace tracer and guarantees that the target is

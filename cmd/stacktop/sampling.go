@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/idlist"
-	"stacktop/internal/perfevent"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/resolve"
-	"stacktop/internal/session"
-	"stacktop/ptrace"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/backend/perfevent"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/idlist"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/session"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // samplingFlags are the flags record and top share: what to sample and how.

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"stacktop/internal/sframereport"
+	"codeberg.org/stacktop/stacktop/internal/sframereport"
 )
 
 // Exit codes of `stacktop sframe`, documented in docs/sframe-inspector.md.

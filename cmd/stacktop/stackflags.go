@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"regexp"
 
-	"stacktop/internal/idlist"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/resolve"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/idlist"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // stackFlags are the flags dump, record and top share: which threads, how

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestStartErrors: a command that cannot start makes record and top exit
@@ -114,14 +114,21 @@ func TestEarlyInitRunsFirst(t *testing.T) {
 			n++
 		}
 	}
-	early, ok := order["stacktop/internal/selfsched/early"]
+	early, ok := order["codeberg.org/stacktop/stacktop/internal/selfsched/early"]
 	if !ok {
 		t.Fatalf("no init of package early in the trace:\n%s", out)
 	}
-	for _, later := range []string{"regexp", "github.com/google/pprof/profile", "google.golang.org/grpc", "net/http", "earlytty"} {
+	for _, later := range []string{"regexp", "github.com/google/pprof/profile", "google.golang.org/grpc", "net/http", "codeberg.org/stacktop/stacktop/internal/earlytty"} {
 		if i, ok := order[later]; ok && i < early {
 			t.Errorf("%s initialised before package early (%d < %d)", later, i, early)
 		}
+	}
+	// earlytty's init must run before Bubble Tea's, which asks the terminal
+	// its background colour unless told: by import-path order (its doc).
+	tty, ok1 := order["codeberg.org/stacktop/stacktop/internal/earlytty"]
+	tea, ok2 := order["github.com/charmbracelet/bubbletea"]
+	if !ok1 || !ok2 || tty > tea {
+		t.Errorf("earlytty initialised at %d (%v), Bubble Tea at %d (%v): earlytty must come first", tty, ok1, tea, ok2)
 	}
 	if early > n/4 {
 		t.Errorf("package early initialised %d of %d: not among the first", early, n)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // stateSource has a thread that spins, one that sleeps in nanosleep and

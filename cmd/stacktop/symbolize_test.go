@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/pprof/profile"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestPprofSymbolizedLater: a program stripped of every symbol, its
@@ -84,7 +84,7 @@ func TestPprofSymbolizedLater(t *testing.T) {
 	// Upstream pprof: `go tool pprof` reads no build IDs, and refuses
 	// every file PPROF_BINARY_PATH finds for a mapping that has one.
 	pprofBin := filepath.Join(dir, "pprof")
-	if b, err := exec.Command("go", "build", "-o", pprofBin, "stacktop/internal/pprofcli").CombinedOutput(); err != nil {
+	if b, err := exec.Command("go", "build", "-o", pprofBin, "codeberg.org/stacktop/stacktop/internal/testsupport/pprofcli").CombinedOutput(); err != nil {
 		t.Fatalf("building pprof: %v\n%s", err, b)
 	}
 	cmd := exec.Command(pprofBin, "-symbolize=local", "-traces", out)

@@ -18,7 +18,7 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 var (

@@ -9,12 +9,12 @@ import (
 	"runtime/debug"
 	"time"
 
-	"stacktop/internal/live"
-	"stacktop/internal/session"
-	"stacktop/internal/spawn"
-	"stacktop/procmaps"
-	"stacktop/ptrace"
-	"stacktop/tui"
+	"codeberg.org/stacktop/stacktop/internal/live"
+	"codeberg.org/stacktop/stacktop/internal/session"
+	"codeberg.org/stacktop/stacktop/internal/spawn"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/tui"
 )
 
 // testEngineHook, set only in a build with the stacktop_testhooks tag

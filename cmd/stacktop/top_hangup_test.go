@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // openPTY returns a new pty pair (master, slave) from /dev/ptmx.

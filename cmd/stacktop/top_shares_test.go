@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestTopAgreesWithRecord: top's threads view (cumulative) and record give

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestTopInTmux runs `stacktop top` on a fixture whose time split is known

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"fmt"
 
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // unwinderFlags are --unwinder and its shorthand --no-cfi, shared by dump,

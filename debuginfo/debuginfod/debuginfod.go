@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/buildid"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
 )
 
 // Defaults when the environment says nothing.

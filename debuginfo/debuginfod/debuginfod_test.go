@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/buildid"
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // fixture returns a real ELF file's bytes and its build ID.

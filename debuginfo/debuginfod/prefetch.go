@@ -4,9 +4,9 @@ import (
 	"context"
 	"debug/elf"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/buildid"
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // Prefetch fetches the debug files of pid's mapped objects that have a

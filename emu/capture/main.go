@@ -12,7 +12,7 @@
 //
 // "capture test [-snapshots] FIXTURE..." starts each fixture (through
 // "capture spawn", so it is not this process's child: a tracer's wait
-// must not race os/exec; internal/targets does the same with a shell,
+// must not race os/exec; internal/testsupport/targets does the same with a shell,
 // which the initramfs does not have), attaches with package ptrace, freezes it,
 // samples every thread, and unwinds each sample with package unwind
 // (SFrame, then frame pointers on arm64 or the back chain on s390x). The
@@ -22,7 +22,7 @@
 // threads are printed as unwind.Snapshot JSON (gzip, base64, between
 // markers) with a symbol sidecar, for emu/run.sh to store. Thread names
 // come from procmaps, and the wait for goprog's thread to block in a
-// system call is internal/targets' WaitSyscall, as in the live tests.
+// system call is internal/testsupport/targets' WaitSyscall, as in the live tests.
 package main
 
 import (
@@ -46,13 +46,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/backchain"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/ptrace"
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/backchain"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	profpb "go.opentelemetry.io/proto/slim/otlp/profiles/v1development"
 	respb "go.opentelemetry.io/proto/slim/otlp/resource/v1"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // Semantic-convention attribute names stacktop sets.

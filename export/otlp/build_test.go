@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // TestPeriodType: an on-CPU profile's period is CPU time, a wall-clock

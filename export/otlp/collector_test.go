@@ -7,9 +7,9 @@ import (
 
 	profpb "go.opentelemetry.io/proto/slim/otlp/profiles/v1development"
 
-	"stacktop/export/otlp"
-	"stacktop/internal/otelcol"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/export/otlp"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/otelcol"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // sampleProfile is a small profile: two threads, three stacks, inlined

@@ -27,8 +27,8 @@ import (
 	"errors"
 	"time"
 
-	"stacktop/profile"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // ErrExited is returned by Source.Next once the sampled process is gone.

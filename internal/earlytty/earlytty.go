@@ -10,11 +10,13 @@
 // package fixes the default renderer's background first and no query is
 // sent at all. (termenv.OSCTimeout is a constant: it cannot be shortened.)
 //
-// It is a module of its own only for its import path: since Go 1.21 the
-// package initialised next is the first ready one in import-path order,
-// and "earlytty" sorts before "github.com/charmbracelet/bubbletea", so
-// this init runs after lipgloss's and before Bubble Tea's. Importing it
-// (for its side effect) is all a binary needs to do.
+// It works by its import path: since Go 1.21 the package initialised next
+// is the first ready one in import-path order, and this package's path
+// (the module's, codeberg.org/...) sorts before
+// "github.com/charmbracelet/bubbletea", so this init runs after lipgloss's
+// and before Bubble Tea's. A module path that sorts after it would undo
+// that: cmd/stacktop's TestEarlyInitRunsFirst checks the order. Importing
+// it (for its side effect) is all a binary needs to do.
 package earlytty
 
 import "github.com/charmbracelet/lipgloss"

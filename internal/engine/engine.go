@@ -8,12 +8,12 @@ import (
 	"sync"
 	"time"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/resolve"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/targetfile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Options configure an Engine.

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 func runEngine(t *testing.T, tg *Target, opts EngineOptions, timeout time.Duration) (*Engine, Stats) {

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/modules"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/resolve"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 func needRoot(t testing.TB) {

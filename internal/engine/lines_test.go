@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // TestLinesLateSameStacks: file:line and inlined frames must not depend on

@@ -11,12 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/modules"
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/profile"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // recorder is a backend.Source that passes another's samples on and keeps

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // threadCPU reads the run time of each named thread of pid, and of the

@@ -1,16 +1,16 @@
 package gort
 
 import (
+	"codeberg.org/stacktop/stacktop/debuginfo"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"stacktop/debuginfo"
 	"strings"
 
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 var (

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
-	"stacktop/internal/targets"
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 func openTarget(t *testing.T, name string) *elf.File {

@@ -12,9 +12,9 @@ package live
 import (
 	"sync"
 
-	"stacktop/internal/engine"
-	"stacktop/profile"
-	"stacktop/tui"
+	"codeberg.org/stacktop/stacktop/internal/engine"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/tui"
 )
 
 // Source is a tui.Source over an Engine.

@@ -8,11 +8,11 @@ import (
 	"io"
 	"sync"
 
-	"stacktop/cfi"
-	"stacktop/internal/buildid"
-	"stacktop/procmaps"
-	"stacktop/regs"
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/cfi"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // Module is one ELF object (executable, shared library, vDSO image) opened

@@ -6,7 +6,7 @@ import (
 	"os"
 	"sort"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // ExecMapping is one executable mapping of a process, with the object it

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/buildid"
-	"stacktop/procmaps"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/debuginfo/buildid"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 // buildC compiles testdata/src into dir/out with gcc and extra flags.

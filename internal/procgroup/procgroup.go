@@ -20,9 +20,9 @@ import (
 	"sync"
 	"time"
 
-	"stacktop/internal/engine"
-	"stacktop/procmaps"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/engine"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // Engine is what the group needs of a process's sampling engine

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/engine"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/engine"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // fakeEngine is a test double of a process's engine: Run returns err

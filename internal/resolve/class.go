@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // ErrNot64Bit: the target runs a 32-bit program (i386 on x86-64, arm on

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
-	"stacktop/internal/gort"
-	"stacktop/internal/modules"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/gort"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // goStacks follows a Go program's stack switches (gort): a thread on its

@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/modules"
-	"stacktop/internal/targets"
-	"stacktop/profile"
-	"stacktop/ptrace"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 func needRoot(t testing.TB) {

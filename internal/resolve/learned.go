@@ -7,8 +7,8 @@ import (
 	"maps"
 	"slices"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/modules"
 )
 
 // learnedNames is what naming found out about one module's addresses: the

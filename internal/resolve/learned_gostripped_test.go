@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestLearnedStrippedGo: a Go program without symbol table or DWARF is

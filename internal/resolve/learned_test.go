@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/targets"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 func sampleLearned() *learnedNames {

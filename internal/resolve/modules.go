@@ -3,8 +3,8 @@ package resolve
 import (
 	"sort"
 
-	"stacktop/internal/modules"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // moduleIndex adapts a modules.AddressSpace to the unwinder's Modules: one

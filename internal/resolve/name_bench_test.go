@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // BenchmarkName names the walks of a 1,000-thread process (manythreads:

@@ -1,8 +1,8 @@
 package resolve
 
 import (
-	"stacktop/profile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // nameCache keeps the named frames of each unwound frame, and the

@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // uncachedFrames names frames as symbolizeFrames does, without the

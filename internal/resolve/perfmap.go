@@ -8,10 +8,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/symbols"
-	"stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/targetfile"
 )
 
 // perfMap names JIT code: the functions a runtime generated into anonymous

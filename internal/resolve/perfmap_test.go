@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestPerfMapNamesJITCode: frames in anonymous executable memory are named

@@ -5,9 +5,9 @@ import (
 	"slices"
 	"strings"
 
-	"stacktop/internal/modules"
-	"stacktop/procmaps"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // PrefetchLines starts loading the symbol and line tables of the modules

@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/modules"
-	"stacktop/internal/targets"
-	"stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/symbols"
 )
 
 // TestPrefetchLines: prefetching a walk's frames loads the symbol and line

@@ -6,13 +6,13 @@ import (
 	"slices"
 	"time"
 
-	"stacktop/backchain"
-	"stacktop/internal/backend"
-	"stacktop/internal/modules"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/regs"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/backchain"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/regs"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Options tune a Resolver.

@@ -3,7 +3,7 @@ package resolve
 import (
 	"strings"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // goRoots are the functions where a Go runtime stack begins: goroutines

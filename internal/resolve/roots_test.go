@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 func TestEndAtGoRoot(t *testing.T) {

@@ -8,10 +8,10 @@ import (
 	"syscall"
 	"testing"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/modules"
-	"stacktop/ptrace"
-	"stacktop/regs"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/regs"
 )
 
 //go:noinline

@@ -10,13 +10,13 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/modules"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/symbols"
-	"stacktop/targetfile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // SymbolOptions choose how much source detail symbolisation adds.

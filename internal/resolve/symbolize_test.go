@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/modules"
-	"stacktop/ptrace"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // selfTarget is a Target over this test process, enough for symbolising

@@ -3,11 +3,11 @@ package resolve
 import (
 	"sync"
 
-	"stacktop/debuginfo"
-	"stacktop/internal/modules"
-	"stacktop/profile"
-	"stacktop/symbols"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/debuginfo"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/symbols"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Tail-call frames. A function that ends in a jump to another leaves no

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // TestTailCallsAsync: under AsyncLines the tail-call frames come late (the

@@ -1,7 +1,7 @@
 package resolve
 
 import (
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Unwinders is the ordered list of unwinding methods the target's walks

@@ -7,7 +7,7 @@ import (
 	"io"
 	"sync"
 
-	"stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/modules"
 )
 
 // maxVDSOSize bounds the [vdso] mapping read: kernels map two to four

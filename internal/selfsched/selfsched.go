@@ -27,8 +27,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/internal/selfsched/early"
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/internal/selfsched/early"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // Settle ends the raise of package early for every command but dump: it

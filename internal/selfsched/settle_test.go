@@ -8,7 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // TestSettleKeepsGOMAXPROCSDefault: for the commands Settle settles, Go's

@@ -4,7 +4,7 @@ import (
 	"context"
 	"slices"
 
-	"stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/backend"
 )
 
 // threadFilter passes on the samples of some threads only, for a back end

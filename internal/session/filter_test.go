@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/backend"
 )
 
 // replay is a backend.Source that yields its samples in one round.

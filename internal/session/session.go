@@ -22,16 +22,16 @@ import (
 	"slices"
 	"time"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/engine"
-	"stacktop/internal/idlist"
-	"stacktop/internal/modules"
-	"stacktop/internal/perfevent"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/resolve"
-	"stacktop/internal/spawn"
-	"stacktop/procmaps"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/backend/perfevent"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/engine"
+	"codeberg.org/stacktop/stacktop/internal/idlist"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/spawn"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // Backend names a way of taking samples (--backend).
@@ -39,11 +39,11 @@ type Backend string
 
 const (
 	// Ptrace stops each sampled thread for its registers and stack
-	// (internal/ptracesampler): needs only ptrace permission, samples
+	// (internal/backend/ptracesampler): needs only ptrace permission, samples
 	// every thread, on- or off-CPU.
 	Ptrace Backend = "ptrace"
 	// Perf lets the kernel copy registers and stack at a timer interrupt
-	// (internal/perfevent): no thread is stopped; on-CPU only.
+	// (internal/backend/perfevent): no thread is stopped; on-CPU only.
 	Perf Backend = "perf"
 	// Auto is Perf where the kernel allows it, else Ptrace.
 	Auto Backend = "auto"

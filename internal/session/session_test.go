@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 func needRoot(t *testing.T) {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/targets"
-	"stacktop/profile"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // TestBackendsAgreeOnShares records the same fixtures with the ptrace back

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // Coverage answers "which executable bytes have an FDE, and which functions

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"stacktop/internal/fuzzbudget"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/fuzzbudget"
 )
 
 // FuzzInspect feeds arbitrary bytes through everything the inspector does

@@ -5,7 +5,7 @@ import (
 	"io"
 	"strings"
 
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // This file renders decoded SFrame data in the notation of binutils 2.46

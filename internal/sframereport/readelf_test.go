@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 var (

@@ -7,7 +7,7 @@ import (
 	"io"
 	"os"
 
-	"stacktop/sframe"
+	"codeberg.org/stacktop/stacktop/sframe"
 )
 
 // Status is the outcome of inspecting one file.

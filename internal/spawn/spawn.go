@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // ExitFailed is the status Wait reports, and the helper exits with, when

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // TestMain lets the test binary be its own helper, as stacktop is.

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // sysPause is pause(2)'s number on x86-64, where the fixture is built.

@@ -7,8 +7,8 @@ import (
 	"sort"
 	"testing"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // TestDumpMatchesGDBEveryFrame: with DWARF CFI behind SFrame, every frame

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/targets"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // TestDumpDeepRecursion: a thread 2,000 frames deep (deeprec: deep_rec

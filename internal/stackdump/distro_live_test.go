@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // The tests in this file compare stacktop's dump with gdb on programs

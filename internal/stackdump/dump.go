@@ -8,15 +8,15 @@ import (
 	"slices"
 	"time"
 
-	"stacktop/internal/backend"
-	"stacktop/internal/modules"
-	"stacktop/internal/ptracesampler"
-	"stacktop/internal/resolve"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/ptrace"
-	"stacktop/targetfile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/backend"
+	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
+	"codeberg.org/stacktop/stacktop/internal/modules"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/targetfile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // Options select what to dump and how.

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // TestDistroGoSystemstack stops goprog while its thread "gosys" is blocked

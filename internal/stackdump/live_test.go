@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // needPtrace skips tests that attach to processes when we may not.
@@ -421,7 +421,7 @@ func TestJSONSchema(t *testing.T) {
 func buildStacktop(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "stacktop")
-	out, err := exec.Command("go", "build", "-o", bin, "stacktop/cmd/stacktop").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", bin, "codeberg.org/stacktop/stacktop/cmd/stacktop").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

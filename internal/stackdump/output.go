@@ -1,15 +1,15 @@
 package stackdump
 
 import (
+	"codeberg.org/stacktop/stacktop/unwind"
 	"errors"
 	"fmt"
 	"io"
-	"stacktop/unwind"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"stacktop/profile"
+	"codeberg.org/stacktop/stacktop/profile"
 )
 
 // WriteText prints the dump in the pstack / eu-stack style: per thread its

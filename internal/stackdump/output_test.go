@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // A thread that could not be stopped says so, and where it sleeps, instead

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"stacktop/profile"
-	"stacktop/ptrace"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
 // writeTextFmt is WriteText as it was written with fmt, kept as the

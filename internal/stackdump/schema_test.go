@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // The output of dump --json is described by docs/dump.schema.json (JSON

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
 )
 
 // buildTailcall compiles testdata/targets/tailcall.c -O2 -g with the

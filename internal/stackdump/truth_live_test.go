@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"stacktop/internal/gdbstack"
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/procmaps"
-	"stacktop/profile"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/gdbstack"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/profile"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // TestStoppedProcessShowsT: a process stopped by SIGSTOP shows state T (as

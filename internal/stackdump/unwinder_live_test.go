@@ -5,9 +5,9 @@ import (
 	"slices"
 	"testing"
 
-	"stacktop/internal/resolve"
-	"stacktop/internal/targets"
-	"stacktop/unwind"
+	"codeberg.org/stacktop/stacktop/internal/resolve"
+	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
 // TestUnwinderSFrameOnly: on an SFrame build, --unwinder sframe gives the
