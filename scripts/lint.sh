@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static checks beyond go vet: gofmt, and staticcheck at a pinned version,
+# Static checks beyond go vet: gofmt, README.md's package table against
+# `go list` (scripts/pkgtable), and staticcheck at a pinned version,
 # installed on first use with `go install` into a cache directory outside
 # the repository (STACKTOP_TOOLS; by default stacktop-tools beside Go's
 # build cache, usually ~/.cache/stacktop-tools), so the module's go.mod does
@@ -20,6 +21,9 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+
+echo "== README package table"
+go run ./scripts/pkgtable -check
 
 if [ ! -x "$bin/staticcheck" ]; then
 	echo "== installing staticcheck $STATICCHECK_VERSION"
