@@ -17,6 +17,7 @@ require (
 	go.opentelemetry.io/proto/slim/otlp v1.11.1
 	go.opentelemetry.io/proto/slim/otlp/collector/profiles/v1development v0.4.1
 	go.opentelemetry.io/proto/slim/otlp/profiles/v1development v0.4.1
+	golang.org/x/mod v0.41.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
