@@ -29,6 +29,11 @@
 #   ARM_CPU          QEMU -cpu for arm64 (default max,pauth-impdef=on: with
 #                    pointer authentication; cortex-a57 has none).
 #   SKIP_HOST_APT=1  do not apt-get install anything on the host.
+#   EMU_STEPS        all (default); prepare (packages, kernel, fixtures and
+#                    initramfs, no boot); boot (only boot what prepare
+#                    left). scripts/test.sh prepares the two machines one
+#                    after the other (apt and the fixtures' build share
+#                    state) and boots them side by side.
 #
 # Exit status 0 when the VM printed EMU-RESULT: PASS. The console log is
 # printed and kept in $STACKTOP_CACHE/emu/ARCH/console.log.
@@ -156,13 +161,19 @@ extract() {
 	done
 }
 
-host_packages
-phase packages
-kernel
-echo "kernel: $(cat "$work/kernel-version")"
-phase kernel
-build
-phase build
+steps=${EMU_STEPS:-all}
+case $steps in all | prepare | boot) ;; *) die "EMU_STEPS=$steps: want all, prepare or boot" ;; esac
+if [ "$steps" != boot ]; then
+	host_packages
+	phase packages
+	kernel
+	echo "kernel: $(cat "$work/kernel-version")"
+	phase kernel
+	build
+	phase build
+	[ "$steps" = prepare ] && exit 0
+fi
+[ -f "$work/initramfs.cpio.gz" ] || die "no initramfs for $arch: run EMU_STEPS=prepare first"
 boot
 phase boot
 [ -n "${CAPTURE:-}" ] && extract
