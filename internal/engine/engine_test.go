@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -113,8 +114,8 @@ func checkSplit(t *testing.T, hot, cold int64) {
 		t.Fatalf("only %d samples in the split chains", hot+cold)
 	}
 	share := 100 * float64(hot) / float64(hot+cold)
-	if share < 70 || share > 80 {
-		t.Errorf("a->hot has %.1f%% of the samples, want 75 +- 5", share)
+	if tol := targets.SplitTolerance(hot + cold); math.Abs(share-targets.SplitHotShare) > tol {
+		t.Errorf("a->hot has %.1f%% of %d samples, want 75 +- %.1f", share, hot+cold, tol)
 	}
 }
 

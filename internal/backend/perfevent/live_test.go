@@ -260,14 +260,17 @@ func TestSplitSamples(t *testing.T) {
 	}
 	onCPU := count["hot"] + count["cold"]
 	t.Logf("%d samples: %v; %d whole frame-pointer chains; lost %d", len(samples), count, whole, round.Lost)
-	if onCPU < len(samples)*9/10 {
+	// The rest are in clock_gettime (libc and the vDSO, unnamed here):
+	// some 8% on an idle machine, more when the thread is often switched.
+	if onCPU < len(samples)*8/10 {
 		t.Errorf("only %d of %d samples in hot or cold", onCPU, len(samples))
 	}
 	if whole < onCPU*9/10 {
 		t.Errorf("only %d of %d samples walk hot/cold -> a/b -> main within the copied stack", whole, onCPU)
 	}
-	if pct := 100 * float64(count["hot"]) / float64(onCPU); pct < 65 || pct > 85 {
-		t.Errorf("hot has %.1f%% of the on-CPU samples, want 75 (split target)", pct)
+	pct := 100 * float64(count["hot"]) / float64(onCPU)
+	if tol := targets.SplitTolerance(int64(onCPU)); math.Abs(pct-targets.SplitHotShare) > tol {
+		t.Errorf("hot has %.1f%% of %d on-CPU samples, want 75 +- %.1f (split target)", pct, onCPU, tol)
 	}
 }
 
