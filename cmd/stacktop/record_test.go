@@ -48,8 +48,11 @@ func record(t *testing.T, args ...string) (int, string) {
 type splitCounts map[string]int64
 
 // minSplitSamples is the fewest samples of the split chains a share is
-// judged on.
-const minSplitSamples = targets.SplitMinSamples
+// judged on; goodSplitSamples what a test that can record longer aims for.
+const (
+	minSplitSamples  = targets.SplitMinSamples
+	goodSplitSamples = targets.SplitGoodSamples
+)
 
 // split returns the percentage of the split target's samples in a->hot and
 // how many samples the two chains got.
@@ -124,7 +127,7 @@ func TestRecordSplitBackends(t *testing.T) {
 					t.Fatalf("exit %d\n%s", code, stderr)
 				}
 				recorded = parsePprof(t, profile)
-				if _, n := recorded.split(); n >= minSplitSamples {
+				if _, n := recorded.split(); n >= goodSplitSamples {
 					break
 				}
 			}
@@ -474,11 +477,11 @@ func TestRecordInterrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	// On-CPU samples count CPU time: interrupt once the target used enough
-	// of it for minSplitSamples (at 499 Hz, 2 ms each), at most after 20 s.
+	// of it for goodSplitSamples (at 499 Hz, 2 ms each), at most after 20 s.
 	cpu0 := processCPU(t, tg.PID())
 	time.Sleep(1500 * time.Millisecond)
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if processCPU(t, tg.PID())-cpu0 >= 2*minSplitSamples*2*time.Millisecond {
+		if processCPU(t, tg.PID())-cpu0 >= goodSplitSamples*2*time.Millisecond {
 			break
 		}
 	}

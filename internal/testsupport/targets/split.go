@@ -8,8 +8,13 @@ import "math"
 const SplitHotShare = 75.0
 
 // SplitMinSamples is the fewest samples of split's two chains a share is
-// judged on: SplitTolerance is then at most 8 points.
-const SplitMinSamples = 700
+// judged on at all (SplitTolerance is then 13.8 points), and
+// SplitGoodSamples what a test that can record longer should aim for (at
+// most 8 points).
+const (
+	SplitMinSamples  = 200
+	SplitGoodSamples = 700
+)
 
 // SplitTolerance is how far, in percentage points, the hot share of n
 // samples of split may be from SplitHotShare: 4.5 standard deviations of
