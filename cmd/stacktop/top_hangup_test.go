@@ -175,7 +175,7 @@ func TestTopSignals(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "split-sframe3")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	for i := range 50 {
+	for i := range 20 {
 		sig := syscall.SIGTERM
 		if i%2 == 1 {
 			sig = syscall.SIGINT
