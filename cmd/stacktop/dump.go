@@ -36,7 +36,7 @@ type dumpFlags struct {
 }
 
 func newDumpCommand() *cobra.Command {
-	f := &dumpFlags{}
+	f := &dumpFlags{pidFlags: pidFlags{one: true}}
 	cmd := &cobra.Command{
 		Use:   "dump [-p] PID [flags]",
 		Short: "print the stack of every thread once (pstack)",
@@ -56,7 +56,7 @@ truncated and why.`,
 		RunE:        func(cmd *cobra.Command, args []string) error { return exitStatus(runDump(cmd, f, args)) },
 	}
 	fs := cmd.Flags()
-	f.pidFlags.addOne(fs, "dump")
+	f.pidFlags.addTo(fs, "dump")
 	f.stackFlags.addTo(fs, "dump")
 	addDebuginfodFlag(fs, &f.noDebuginfod)
 	fs.BoolVar(&f.asJSON, "json", false, "print one JSON document (schema in docs/dump.md)")

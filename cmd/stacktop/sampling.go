@@ -28,7 +28,7 @@ type samplingFlags struct {
 }
 
 func (f *samplingFlags) addTo(fs *pflag.FlagSet, verb string) {
-	f.pidFlags.addList(fs, verb)
+	f.pidFlags.addTo(fs, verb)
 	f.stackFlags.addTo(fs, verb)
 	fs.BoolVarP(&f.subprocs, "subprocesses", "s", false, "also "+verb+" the children the processes start meanwhile, until they exit")
 	setGroup(fs, groupTarget, "subprocesses")
@@ -39,23 +39,24 @@ func (f *samplingFlags) addTo(fs *pflag.FlagSet, verb string) {
 	setGroup(fs, groupSampling, "rate", "backend", "idle")
 }
 
-// pidFlags is -p, --pid: the process (dump) or processes (record, top) to
-// attach to.
+// pidFlags is -p, --pid: the processes record and top attach to, or,
+// with one set, the one process dump attaches to.
 type pidFlags struct {
 	pid  int         // the process; with a list, the first (set by check)
 	pids idlist.PIDs // every -p of a list
+	// one: -p takes a single PID, and a PID no process can have is left
+	// to the attach to report, as any other that does not exist
+	// (idlist.PID).
+	one bool
 }
 
-// addList defines -p as a list: comma-separated PIDs, the flag may repeat.
-func (f *pidFlags) addList(fs *pflag.FlagSet, verb string) {
-	fs.VarP(typedValue{&f.pids, "pids"}, "pid", "p", "process to "+verb+" (PID; a comma-separated list, or repeat -p, for several)")
-	setGroup(fs, groupTarget, "pid")
-}
-
-// addOne defines -p as one PID: a PID no process can have is left to the
-// attach to report, as any other that does not exist (idlist.PID).
-func (f *pidFlags) addOne(fs *pflag.FlagSet, verb string) {
-	fs.VarP(typedValue{(*idlist.PID)(&f.pid), "pid"}, "pid", "p", "process to "+verb+" (also its first argument)")
+func (f *pidFlags) addTo(fs *pflag.FlagSet, verb string) {
+	var value pflag.Value = typedValue{&f.pids, "pids"}
+	usage := "process to " + verb + " (PID; a comma-separated list, or repeat -p, for several)"
+	if f.one {
+		value, usage = typedValue{(*idlist.PID)(&f.pid), "pid"}, "process to "+verb+" (or the PID alone, as the first argument)"
+	}
+	fs.VarP(value, "pid", "p", usage)
 	setGroup(fs, groupTarget, "pid")
 }
 
