@@ -1,300 +1,230 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
+	"path/filepath"
 	"slices"
-	"sort"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"codeberg.org/stacktop/stacktop/export"
+	"codeberg.org/stacktop/stacktop/internal/idlist"
+	"codeberg.org/stacktop/stacktop/internal/session"
+	"codeberg.org/stacktop/stacktop/procmaps"
+	"codeberg.org/stacktop/stacktop/unwind"
 )
 
+// Shell completion is cobra's: the scripts call the hidden `stacktop
+// __complete ARGS...`, which parses the line as far as it goes and asks the
+// functions below for the values of the flag or argument under the cursor,
+// so completion knows every flag the binary has.
+
+// completionShells are the shells `stacktop completion` writes for.
+var completionShells = []string{"bash", "zsh", "fish", "powershell"}
+
+const completionUsage = `usage: stacktop completion bash|zsh|fish|powershell
+
+  bash: source <(stacktop completion bash)     (or save it in bash-completion's completions directory as stacktop)
+  zsh:  stacktop completion zsh > "${fpath[1]}/_stacktop"
+  fish: stacktop completion fish > ~/.config/fish/completions/stacktop.fish
+  powershell: stacktop completion powershell | Out-String | Invoke-Expression`
+
 func init() {
-	register(command{name: "completion", brief: "print a shell completion script: completion bash|zsh|fish", run: runCompletion})
+	register(newCompletionCommand)
 }
 
-// flagDoc is one flag of a subcommand as its -h lists it.
-type flagDoc struct {
-	name  string // without dashes
-	arg   string // the value's kind ("int", "string", "duration", "value"); "" for a bool
-	usage string // first line of the help text
-}
+func newCompletionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "completion bash|zsh|fish|powershell",
+		Short: "print a shell completion script",
+		Long: `Completion prints the completion script of a shell: commands, flags, and
+the values of flags (process IDs with their names for -p, formats, back
+ends, unwinders, files for -o). Load it as follows:
 
-// commandDoc is a subcommand and its flags.
-type commandDoc struct {
-	name, brief string
-	flags       []flagDoc
-}
-
-func runCompletion(args []string) int {
-	if len(args) != 1 || (args[0] != "bash" && args[0] != "zsh" && args[0] != "fish") {
-		fmt.Fprintln(os.Stderr, "usage: stacktop completion bash|zsh|fish\n\n"+
-			"  bash: source <(stacktop completion bash)     (or save it in bash-completion's completions directory as stacktop)\n"+
-			"  zsh:  stacktop completion zsh > \"${fpath[1]}/_stacktop\"\n"+
-			"  fish: stacktop completion fish > ~/.config/fish/completions/stacktop.fish")
-		return exitUsage
-	}
-	docs, err := commandDocs()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop: completion:", err)
-		return 1
-	}
-	w := bufio.NewWriter(os.Stdout)
-	switch args[0] {
-	case "bash":
-		writeBashCompletion(w, docs)
-	case "zsh":
-		writeZshCompletion(w, docs)
-	case "fish":
-		writeFishCompletion(w, docs)
-	}
-	if err := w.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, "stacktop:", err)
-		return 1
-	}
-	return 0
-}
-
-// commandDocs lists every subcommand and, from its own -h output, its
-// flags: the scripts are generated from what the binary accepts, so they
-// cannot drift from it. Each -h runs in a child (stacktop itself), because
-// a subcommand's -h prints to stderr and exits.
-func commandDocs() ([]commandDoc, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	var out []commandDoc
-	for _, c := range commands {
-		d := commandDoc{name: c.name, brief: c.brief}
-		if c.name != "completion" && c.name != "version" {
-			cmd := exec.Command(self, c.name, "-h")
-			// Not profiling itself over the caller's profile.
-			cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "STACKTOP_CPUPROFILE=") })
-			var help bytes.Buffer
-			cmd.Stderr = &help
-			if err := cmd.Run(); err != nil {
-				return nil, fmt.Errorf("%s -h: %v", c.name, err)
+` + completionUsage[strings.Index(completionUsage, "\n\n")+2:],
+		ValidArgs: completionShells,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				fmt.Fprintln(os.Stderr, completionUsage)
+				return exitStatus(exitUsage)
 			}
-			d.flags = parseFlagHelp(help.Bytes())
-		}
-		out = append(out, d)
+			w, root := os.Stdout, cmd.Root()
+			var err error
+			switch args[0] {
+			case "bash":
+				err = root.GenBashCompletionV2(w, true)
+			case "zsh":
+				err = root.GenZshCompletion(w)
+			case "fish":
+				err = root.GenFishCompletion(w, true)
+			case "powershell":
+				err = root.GenPowerShellCompletionWithDesc(w)
+			default:
+				fmt.Fprintln(os.Stderr, completionUsage)
+				return exitStatus(exitUsage)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "stacktop:", err)
+				return exitStatus(1)
+			}
+			return nil
+		},
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
-	return out, nil
 }
 
-// parseFlagHelp reads flag.PrintDefaults' format: "  -name kind" (kind
-// absent for a bool), then the usage indented by a tab on the next line
-// (on the same line for a one-letter bool).
-func parseFlagHelp(b []byte) []flagDoc {
-	var flags []flagDoc
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "  -"):
-			// A one-letter bool has its usage on the same line,
-			// after a tab: "  -q\tno progress line".
-			head, usage, _ := strings.Cut(line[3:], "\t")
-			f := strings.Fields(head)
-			if len(f) == 0 {
+// flagValueCompletions complete the values of the flags that have a
+// known set of them, on every command that has the flag.
+var flagValueCompletions = map[string]cobra.CompletionFunc{
+	"pid":      completeList(func(*cobra.Command, []string) []cobra.Completion { return processCompletions() }),
+	"tid":      completeList(threadCompletions),
+	"unwinder": completeList(func(*cobra.Command, []string) []cobra.Completion { return unwind.UnwinderNames }),
+	"format": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, f := range []export.Format{export.FormatPprof, export.FormatFolded, export.FormatSpeedscope, export.FormatSVG} {
+			out = append(out, f.String())
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	},
+	"backend": func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var out []cobra.Completion
+		for _, b := range session.Backends {
+			out = append(out, string(b))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	},
+	// Files, as the shell completes them.
+	"output": completeFiles,
+	"diff":   completeFiles,
+}
+
+func completeFiles(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	return nil, cobra.ShellCompDirectiveDefault
+}
+
+// completeFlagValues registers cmd's flag value completions, and its
+// arguments': a PID for dump, a command to start for record and top. The
+// value of a flag with none (a rate, a duration, a pattern) is not
+// completed at all: no file name fits it.
+func completeFlagValues(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if !takesValue(f) {
+			return
+		}
+		complete, ok := flagValueCompletions[f.Name]
+		if !ok {
+			complete = cobra.NoFileCompletions
+		}
+		if err := cmd.RegisterFlagCompletionFunc(f.Name, complete); err != nil {
+			panic(err) // registered twice: a programming error every run shows
+		}
+	})
+	switch {
+	case cmd.Name() == "dump":
+		cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return processCompletions(), cobra.ShellCompDirectiveNoFileComp
+		}
+	case cmd.Annotations[annotationTakesCommand] != "":
+		cmd.ValidArgsFunction = func(_ *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) > 0 || strings.Contains(toComplete, "/") {
+				return nil, cobra.ShellCompDirectiveDefault // the command's own arguments, or a path to it
+			}
+			return commandCompletions(toComplete), cobra.ShellCompDirectiveNoFileComp
+		}
+	}
+}
+
+// completeList completes the last item of a comma-separated list (-p
+// 12,34 and --tid, --unwinder sframe,cfi) from the items candidates gives,
+// keeping the items before it.
+func completeList(candidates func(cmd *cobra.Command, args []string) []cobra.Completion) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		done := toComplete[:strings.LastIndexByte(toComplete, ',')+1]
+		given := strings.Split(done, ",")
+		var out []cobra.Completion
+		for _, c := range candidates(cmd, args) {
+			item, _, _ := strings.Cut(c, "\t")
+			if slices.Contains(given, item) {
 				continue
 			}
-			d := flagDoc{name: f[0], usage: strings.TrimSpace(usage)}
-			if len(f) > 1 {
-				d.arg = f[1]
+			if done != "" {
+				// Without the description: cobra's bash script
+				// matches described values against the word by
+				// their printf %q form, which escapes the comma
+				// ("1\,2"), and then matches none of them.
+				c = item
 			}
-			flags = append(flags, d)
-		case strings.HasPrefix(line, "    \t") && len(flags) > 0 && flags[len(flags)-1].usage == "":
-			flags[len(flags)-1].usage = strings.TrimSpace(line)
+			out = append(out, done+c)
 		}
+		return out, cobra.ShellCompDirectiveNoFileComp
 	}
-	return flags
 }
 
-// dashed is the flag as completions offer it: -p for one letter, --name
-// for longer names (the flag package takes either form).
-func (f flagDoc) dashed() string {
-	if len(f.name) == 1 {
-		return "-" + f.name
+// processCompletions are the processes of /proc, each with its name as
+// the description, stacktop's own (this completion) left out.
+func processCompletions() []cobra.Completion {
+	entries, _ := os.ReadDir("/proc")
+	var out []cobra.Completion
+	for _, e := range entries {
+		pid, err := idlist.ParsePID(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		out = append(out, cobra.CompletionWithDesc(e.Name(), procmaps.Comm(pid)))
 	}
-	return "--" + f.name
+	return out
 }
 
-// valueWords are the fixed values of flags that have them.
-var valueWords = map[string]string{
-	"format": "pprof folded speedscope svg",
+// threadCompletions are the threads of the process -p (or dump's
+// argument) names, each with its name.
+func threadCompletions(cmd *cobra.Command, args []string) []cobra.Completion {
+	var pid int
+	if f := cmd.Flags().Lookup("pid"); f != nil {
+		first, _, _ := strings.Cut(f.Value.String(), ",")
+		pid, _ = strconv.Atoi(first)
+	}
+	if pid <= 0 && len(args) > 0 {
+		pid, _ = idlist.ParsePID(args[0])
+	}
+	if pid <= 0 {
+		return nil
+	}
+	tids, _ := procmaps.Threads(pid)
+	var out []cobra.Completion
+	for _, tid := range tids {
+		name := ""
+		if st, err := procmaps.ReadStat(pid, tid); err == nil {
+			name = st.Comm
+		}
+		out = append(out, cobra.CompletionWithDesc(strconv.Itoa(tid), name))
+	}
+	return out
 }
 
-func writeBashCompletion(w io.Writer, docs []commandDoc) {
-	var names []string
-	for _, d := range docs {
-		names = append(names, d.name)
-	}
-	fmt.Fprintf(w, `# bash completion for stacktop; generated by "stacktop completion bash".
-_stacktop() {
-	local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]} i
-	COMPREPLY=()
-	if [ "$COMP_CWORD" -eq 1 ]; then
-		COMPREPLY=($(compgen -W "%s --version --help" -- "$cur"))
-		return
-	fi
-	# After "--" comes the command to start, then its own arguments.
-	for ((i = 2; i < COMP_CWORD; i++)); do
-		if [ "${COMP_WORDS[i]}" = "--" ]; then
-			if [ $((i + 1)) -eq "$COMP_CWORD" ]; then
-				COMPREPLY=($(compgen -c -- "$cur"))
-			else
-				COMPREPLY=($(compgen -f -- "$cur"))
-			fi
-			return
-		fi
-	done
-	local flags= valued=
-	case ${COMP_WORDS[1]} in
-`, strings.Join(names, " "))
-	for _, d := range docs {
-		var all, valued []string
-		for _, f := range d.flags {
-			all = append(all, f.dashed())
-			if f.arg != "" {
-				valued = append(valued, "-"+f.name, "--"+f.name)
+// commandCompletions are the executables on $PATH whose names begin with
+// prefix: the command record and top start.
+func commandCompletions(prefix string) []cobra.Completion {
+	seen := map[string]bool{}
+	var out []cobra.Completion
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			name := e.Name()
+			if !strings.HasPrefix(name, prefix) || seen[name] {
+				continue
 			}
-		}
-		fmt.Fprintf(w, "\t%s) flags=%q valued=%q ;;\n", d.name, strings.Join(all, " "), " "+strings.Join(valued, " ")+" ")
-	}
-	fmt.Fprintf(w, `	esac
-	case $prev in
-	-p | --p | -pid | --pid)
-		COMPREPLY=($(compgen -W "$(command ls /proc | command grep -E '^[0-9]+$')" -- "$cur"))
-		return ;;
-	-o | --o | -output | --output)
-		COMPREPLY=($(compgen -f -- "$cur"))
-		return ;;
-`)
-	for flag, words := range sortedMap(valueWords) {
-		fmt.Fprintf(w, "\t-%s | --%s)\n\t\tCOMPREPLY=($(compgen -W %q -- \"$cur\"))\n\t\treturn ;;\n", flag, flag, words)
-	}
-	fmt.Fprintf(w, `	esac
-	if [[ $valued == *" $prev "* ]]; then
-		return # a value nobody can guess: a number, a duration, a pattern
-	fi
-	case $cur in
-	-*) COMPREPLY=($(compgen -W "$flags" -- "$cur")) ;;
-	*)
-		case ${COMP_WORDS[1]} in
-		completion) COMPREPLY=($(compgen -W "bash zsh fish" -- "$cur")) ;;
-		sframe) COMPREPLY=($(compgen -f -- "$cur")) ;;
-		esac ;;
-	esac
-}
-complete -F _stacktop stacktop
-`)
-}
-
-// sortedMap iterates a string map in key order, so the scripts are the
-// same from one run to the next.
-func sortedMap(m map[string]string) func(yield func(k, v string) bool) {
-	return func(yield func(k, v string) bool) {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if !yield(k, m[k]) {
-				return
+			if info, err := os.Stat(filepath.Join(dir, name)); err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
+				continue
 			}
+			seen[name] = true
+			out = append(out, name)
 		}
 	}
-}
-
-// zshQuote escapes s for the description part of an _arguments spec
-// inside single quotes.
-func zshQuote(s string) string {
-	return strings.NewReplacer(`'`, `'\''`, `[`, `\[`, `]`, `\]`, `:`, `\:`).Replace(s)
-}
-
-func writeZshCompletion(w io.Writer, docs []commandDoc) {
-	fmt.Fprintf(w, "#compdef stacktop\n# zsh completion for stacktop; generated by \"stacktop completion zsh\".\n\n_stacktop() {\n")
-	fmt.Fprintf(w, "\tlocal -a commands\n\tcommands=(\n")
-	for _, d := range docs {
-		fmt.Fprintf(w, "\t\t'%s:%s'\n", d.name, zshQuote(d.brief))
-	}
-	fmt.Fprintf(w, "\t)\n\tif (( CURRENT == 2 )); then\n\t\t_describe -t commands 'stacktop command' commands\n\t\treturn\n\tfi\n")
-	fmt.Fprintf(w, "\tlocal cmd=$words[2]\n\tshift words\n\t(( CURRENT-- ))\n\tcase $cmd in\n")
-	for _, d := range docs {
-		fmt.Fprintf(w, "\t%s)\n\t\t_arguments -s", d.name)
-		for _, f := range d.flags {
-			action := ""
-			if f.arg != "" {
-				action = ":" + f.arg + ":"
-				switch {
-				case f.name == "p":
-					action += "_pids"
-				case f.name == "o":
-					action += "_files"
-				case valueWords[f.name] != "":
-					action += "(" + valueWords[f.name] + ")"
-				default:
-					action += " "
-				}
-			}
-			fmt.Fprintf(w, " \\\n\t\t\t'%s[%s]%s'", f.dashed(), zshQuote(f.usage), action)
-		}
-		switch d.name {
-		case "record", "top":
-			fmt.Fprintf(w, " \\\n\t\t\t'*::command:_normal'")
-		case "sframe":
-			fmt.Fprintf(w, " \\\n\t\t\t'*:ELF file:_files'")
-		case "completion":
-			fmt.Fprintf(w, " \\\n\t\t\t'1:shell:(bash zsh fish)'")
-		}
-		fmt.Fprintf(w, "\n\t\t;;\n")
-	}
-	fmt.Fprintf(w, "\tesac\n}\n\nif [ \"$funcstack[1]\" = \"_stacktop\" ]; then\n\t_stacktop \"$@\"\nelse\n\tcompdef _stacktop stacktop\nfi\n")
-}
-
-// fishQuote single-quotes s for fish.
-func fishQuote(s string) string {
-	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(s) + "'"
-}
-
-func writeFishCompletion(w io.Writer, docs []commandDoc) {
-	fmt.Fprintf(w, "# fish completion for stacktop; generated by \"stacktop completion fish\".\n")
-	fmt.Fprintf(w, "complete -c stacktop -f\n")
-	fmt.Fprintf(w, "complete -c stacktop -n __fish_use_subcommand -l version -d 'print the version'\n")
-	for _, d := range docs {
-		fmt.Fprintf(w, "complete -c stacktop -n __fish_use_subcommand -a %s -d %s\n", d.name, fishQuote(d.brief))
-	}
-	for _, d := range docs {
-		cond := fishQuote("__fish_seen_subcommand_from " + d.name)
-		for _, f := range d.flags {
-			opt := "-l " + f.name
-			if len(f.name) == 1 {
-				opt = "-s " + f.name
-			}
-			extra := ""
-			if f.arg != "" {
-				extra = " -r"
-				switch {
-				case f.name == "p":
-					extra += " -a '(__fish_complete_pids)'"
-				case f.name == "o":
-					extra += " -F"
-				case valueWords[f.name] != "":
-					extra += " -a " + fishQuote(valueWords[f.name])
-				}
-			}
-			fmt.Fprintf(w, "complete -c stacktop -n %s %s%s -d %s\n", cond, opt, extra, fishQuote(f.usage))
-		}
-		switch d.name {
-		case "sframe":
-			fmt.Fprintf(w, "complete -c stacktop -n %s -F\n", cond)
-		case "completion":
-			fmt.Fprintf(w, "complete -c stacktop -n %s -a 'bash zsh fish'\n", cond)
-		}
-	}
+	return out
 }

@@ -5,8 +5,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"codeberg.org/stacktop/stacktop/procmaps"
 )
 
 // completionScript writes stacktop's script for shell to a file.
@@ -23,61 +26,93 @@ func completionScript(t *testing.T, shell string) string {
 	return path
 }
 
-// TestCompletionBash sources the script in bash and asks it what it
-// completes, as bash does on Tab.
+// pathWithStacktop is $PATH with the binary under test first: the scripts
+// run `stacktop __complete ...` by the name typed.
+func pathWithStacktop() string {
+	return filepath.Dir(stacktopBin) + string(os.PathListSeparator) + os.Getenv("PATH")
+}
+
+// bashComplete sources the script in a real bash and runs its completion
+// function on words as bash does on Tab (the last word is the one being
+// completed), returning COMPREPLY.
+func bashComplete(t *testing.T, script string, words ...string) []string {
+	t.Helper()
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = "'" + w + "'"
+	}
+	// Without the bash-completion package the script needs its word
+	// splitter; the stand-in splits as bash did (no "=" or ":" handling,
+	// which these words do not need). compopt only works inside a real
+	// completion.
+	prog := `source "$1"
+if ! declare -F _get_comp_words_by_ref >/dev/null; then
+	_get_comp_words_by_ref() { cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}; words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD; }
+fi
+compopt() { :; }
+COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+COMP_LINE="${COMP_WORDS[*]}"; COMP_POINT=${#COMP_LINE}; COMP_TYPE=9
+__start_stacktop
+printf '%s\n' "${COMPREPLY[@]}"`
+	cmd := exec.Command("bash", "-c", prog, "bash", script)
+	cmd.Env = append(os.Environ(), "PATH="+pathWithStacktop())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	return strings.Fields(string(out))
+}
+
+// TestCompletionBash sources cobra's script in bash and asks it what it
+// completes: subcommands, flags, and the values of flags.
 func TestCompletionBash(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
 	script := completionScript(t, "bash")
-	complete := func(words ...string) []string {
-		t.Helper()
-		// COMP_WORDS as bash splits the line; the last word is the one
-		// being completed.
-		quoted := make([]string, len(words))
-		for i, w := range words {
-			quoted[i] = "'" + w + "'"
-		}
-		prog := `source "$1"; COMP_WORDS=(` + strings.Join(quoted, " ") + `); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _stacktop; printf '%s\n' "${COMPREPLY[@]}"`
-		out, err := exec.Command("bash", "-c", prog, "bash", script).CombinedOutput()
-		if err != nil {
-			t.Fatalf("bash: %v\n%s", err, out)
-		}
-		return strings.Fields(string(out))
-	}
+	self := strconv.Itoa(os.Getpid())
 	for _, c := range []struct {
 		words []string
 		want  []string
+		exact bool // nothing else offered
 	}{
-		{[]string{"stacktop", "rec"}, []string{"record"}},
-		{[]string{"stacktop", "co"}, []string{"completion", "convert"}},
-		{[]string{"stacktop", "convert", "x", "--di"}, []string{"--diff"}},
-		{[]string{"stacktop", "record", "--thr"}, []string{"--thread-name", "--threads"}},
-		{[]string{"stacktop", "record", "-q", "--sub"}, []string{"--subprocesses"}},
-		{[]string{"stacktop", "top", "--sort"}, []string{"--sort-total"}},
-		{[]string{"stacktop", "record", "--format", "sp"}, []string{"speedscope"}},
-		{[]string{"stacktop", "record", "--rate", ""}, nil},
-		{[]string{"stacktop", "completion", "f"}, []string{"fish"}},
-		{[]string{"stacktop", "record", "--", "bas"}, []string{"bash"}},
+		{[]string{"stacktop", "rec"}, []string{"record"}, true},
+		{[]string{"stacktop", "co"}, []string{"completion", "convert"}, true},
+		{[]string{"stacktop", "convert", "x", "--di"}, []string{"--diff"}, true},
+		{[]string{"stacktop", "record", "--for"}, []string{"--format"}, true},
+		{[]string{"stacktop", "record", "--thr"}, []string{"--thread-name", "--threads"}, true},
+		{[]string{"stacktop", "record", "-q", "--sub"}, []string{"--subprocesses"}, true},
+		{[]string{"stacktop", "top", "--sort"}, []string{"--sort-total"}, true},
+		{[]string{"stacktop", "record", "--format", ""}, []string{"pprof", "folded", "speedscope", "svg"}, true},
+		{[]string{"stacktop", "convert", "x", "-f", "sp"}, []string{"speedscope"}, true},
+		{[]string{"stacktop", "top", "--backend", ""}, []string{"ptrace", "perf", "auto"}, true},
+		{[]string{"stacktop", "dump", "--unwinder", "sframe,"}, []string{"sframe,cfi", "sframe,fp"}, false},
+		{[]string{"stacktop", "record", "--rate", ""}, nil, true},
+		{[]string{"stacktop", "completion", "f"}, []string{"fish"}, true},
+		{[]string{"stacktop", "record", "--", "bas"}, []string{"bash"}, false},
+		{[]string{"stacktop", "record", "-p", ""}, []string{self, "1"}, false},
+		{[]string{"stacktop", "top", "-p", "1," + self[:1]}, []string{"1," + self}, false},
+		{[]string{"stacktop", "dump", ""}, []string{self}, false},
 	} {
-		got := complete(c.words...)
-		if c.want == nil {
-			if len(got) != 0 {
-				t.Errorf("%q completes to %v, want nothing", c.words, got)
-			}
-			continue
-		}
+		got := bashComplete(t, script, c.words...)
 		for _, w := range c.want {
 			if !slices.Contains(got, w) {
 				t.Errorf("%q completes to %v, want %s among them", c.words, got, w)
 			}
 		}
-		if c.words[len(c.words)-2] != "--" && len(got) != len(c.want) {
+		if c.exact && len(got) != len(c.want) {
 			t.Errorf("%q completes to %v, want %v", c.words, got, c.want)
 		}
 	}
-	if pids := complete("stacktop", "dump", "-p", "1"); !slices.Contains(pids, "1") {
-		t.Errorf("-p 1 completes to %v, want PID 1 among them", pids)
+}
+
+// TestCompletePIDDescription: -p's values carry the process's name, which
+// zsh, fish and bash (when listing) show beside each PID.
+func TestCompletePIDDescription(t *testing.T) {
+	r := stacktop(t, "__complete", "record", "-p", "")
+	want := strconv.Itoa(os.Getpid()) + "\t" + procmaps.Comm(os.Getpid())
+	if r.code != 0 || !slices.Contains(strings.Split(r.stdout, "\n"), want) {
+		t.Errorf("__complete record -p '': exit %d, want a line %q in\n%s", r.code, want, r.stdout)
 	}
 }
 
@@ -89,7 +124,9 @@ func TestCompletionFish(t *testing.T) {
 		t.Skip("fish not installed (scripts/install-test-deps.sh installs it)")
 	}
 	script := completionScript(t, "fish")
-	out, err := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C "stacktop record --thr"; complete -C "stacktop rec"; complete -C "stacktop record --format "`, script).CombinedOutput()
+	cmd := exec.Command("fish", "--no-config", "-c", `source $argv[1]; complete -C "stacktop record --thr"; complete -C "stacktop rec"; complete -C "stacktop record --format "`, script)
+	cmd.Env = append(os.Environ(), "PATH="+pathWithStacktop())
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("fish: %v\n%s", err, out)
 	}
@@ -109,16 +146,23 @@ func TestCompletionZsh(t *testing.T) {
 		t.Fatalf("zsh -n: %v\n%s", err, out)
 	}
 	b, _ := os.ReadFile(script)
-	for _, want := range []string{"#compdef stacktop", "'--threads[", "'-p[", ":_pids'", "(pprof folded speedscope svg)"} {
+	for _, want := range []string{"#compdef stacktop", "__complete"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("zsh script lacks %q", want)
 		}
 	}
 }
 
+func TestCompletionPowerShell(t *testing.T) {
+	b, _ := os.ReadFile(completionScript(t, "powershell"))
+	if !strings.Contains(string(b), "Register-ArgumentCompleter") {
+		t.Errorf("powershell script has no Register-ArgumentCompleter:\n%.500s", b)
+	}
+}
+
 func TestCompletionUsage(t *testing.T) {
 	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}, {"completion", "bash", "zsh"}} {
-		if r := stacktop(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, "bash|zsh|fish") {
+		if r := stacktop(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, "bash|zsh|fish|powershell") {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
 		}
 	}

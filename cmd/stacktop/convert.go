@@ -1,10 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/spf13/cobra"
 
 	"codeberg.org/stacktop/stacktop/export"
 	"codeberg.org/stacktop/stacktop/export/outfile"
@@ -18,41 +19,55 @@ const (
 )
 
 func init() {
-	register(command{name: "convert", brief: "turn a saved profile into another format, or a differential flame graph", run: runConvert})
+	register(newConvertCommand)
 }
 
-func runConvert(args []string) int {
-	var f outputFlags
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	f.register(fs)
-	diff := fs.String("diff", "", "draw a differential flame graph against this base profile (red: grew, blue: shrank); the output is SVG")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop convert IN -o OUT [--format F] [--diff BASE]\n\nIN is a pprof file (any tool's) or folded stacks; - reads standard input.")
-		fs.PrintDefaults()
-		exitCodesUsage(fs, "convert.md")
+// convertFlags are convert's: the output file's, and --diff.
+type convertFlags struct {
+	outputFlags
+	diff string
+}
+
+func newConvertCommand() *cobra.Command {
+	f := &convertFlags{}
+	cmd := &cobra.Command{
+		Use:   "convert IN -o OUT [flags]",
+		Short: "turn a saved profile into another format, or a differential flame graph",
+		Long: `Convert turns a saved profile into another format without recording
+again. IN is a pprof file (any tool's) or folded stacks; - reads standard
+input. The output format comes from --format, else -o's extension, else
+pprof.`,
+		Example: `  # a flame graph of a recording
+  stacktop convert cpu.pb.gz -o cpu.svg
+
+  # what grew (red) and shrank (blue) since the base profile
+  stacktop convert after.pb.gz --diff before.pb.gz -o diff.svg`,
+		Annotations: map[string]string{
+			annotationMoreUsage: "stacktop convert IN --diff BASE -o OUT.svg",
+			annotationExitCodes: "convert.md",
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return exitStatus(runConvert(cmd, f, args)) },
 	}
-	// The input comes first (convert IN -o OUT); flag parses up to it.
-	var in string
-	if len(args) > 0 && (args[0] == "-" || len(args[0]) > 0 && args[0][0] != '-') {
-		in, args = args[0], args[1:]
-	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
+	fs := cmd.Flags()
+	f.outputFlags.addTo(fs)
+	fs.StringVar(&f.diff, "diff", "", "draw a differential flame graph against this base profile (red: grew, blue: shrank); the output is SVG")
+	setGroup(fs, groupOutput, "diff")
+	return cmd
+}
+
+// runConvert runs `stacktop convert` with cobra's parse of the flags (f)
+// and the arguments: the input.
+func runConvert(cmd *cobra.Command, f *convertFlags, args []string) int {
+	if len(args) != 1 {
+		writeUsage(os.Stderr, cmd)
 		return exitUsage
 	}
-	if in == "" && fs.NArg() == 1 {
-		in = fs.Arg(0)
-	} else if fs.NArg() > 0 || in == "" {
-		fs.Usage()
-		return exitUsage
-	}
-	if *diff != "" && f.format == "" && f.output == "" {
+	in := args[0]
+	if f.diff != "" && f.format == "" && f.output == "" {
 		f.format = "svg"
 	}
 	format, output, err := f.resolve()
-	if err == nil && *diff != "" && format != export.FormatSVG {
+	if err == nil && f.diff != "" && format != export.FormatSVG {
 		err = fmt.Errorf("--diff draws a flame graph: the output is %v (for pprof, use pprof -diff_base BASE)", format)
 	}
 	if err != nil {
@@ -72,8 +87,8 @@ func runConvert(args []string) int {
 		}
 	}
 	var base *profile.Profile
-	if *diff != "" {
-		if base, err = readProfile(*diff); err != nil {
+	if f.diff != "" {
+		if base, err = readProfile(f.diff); err != nil {
 			fmt.Fprintln(os.Stderr, "stacktop: --diff:", err)
 			return exitConvertBadData
 		}

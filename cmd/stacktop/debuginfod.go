@@ -2,16 +2,18 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/pflag"
 
 	"codeberg.org/stacktop/stacktop/debuginfo/debuginfod"
 )
 
-// registerDebuginfod adds --no-debuginfod to a subcommand.
-func registerDebuginfod(fs *flag.FlagSet) *bool {
-	return fs.Bool("no-debuginfod", false, "do not fetch missing debug files from the DEBUGINFOD_URLS servers (the debuginfod cache is still read)")
+// addDebuginfodFlag adds --no-debuginfod to a subcommand.
+func addDebuginfodFlag(fs *pflag.FlagSet, off *bool) {
+	fs.BoolVar(off, "no-debuginfod", false, "do not fetch missing debug files from the DEBUGINFOD_URLS servers (the debuginfod cache is still read)")
+	setGroup(fs, groupStacks, "no-debuginfod")
 }
 
 // prefetchDebuginfo fetches, before stacktop attaches (so no thread is

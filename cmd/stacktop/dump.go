@@ -2,10 +2,11 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/spf13/cobra"
 
 	"codeberg.org/stacktop/stacktop/internal/idlist"
 	"codeberg.org/stacktop/stacktop/internal/resolve"
@@ -22,53 +23,71 @@ const (
 )
 
 func init() {
-	register(command{name: "dump", brief: "print the stack of every thread once (pstack)", run: runDump})
+	register(newDumpCommand)
 }
 
-func runDump(args []string) int {
-	// First of all: until then the target's busy threads share the CPUs
-	// with ours as equals (a usage error is no worse for it).
-	fs := flag.NewFlagSet("dump", flag.ContinueOnError)
-	var pidFlag idlist.PID
-	fs.Var(&pidFlag, "p", "process to dump (required)")
-	pid := (*int)(&pidFlag)
-	var f stackFlags
-	f.register(fs, "dump")
-	asJSON := fs.Bool("json", false, "print one JSON document (schema in docs/dump.md)")
-	freeze := fs.Bool("freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
-	noDebuginfod := registerDebuginfod(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop dump [-p] PID [--tid TID[,TID...]] [--thread-name REGEX] [--json] [--freeze] [--no-inline] [--no-lines] [--max-depth N]")
-		fs.PrintDefaults()
-		exitCodesUsage(fs, "dump.md")
+// dumpFlags are dump's: one process, which threads, how to show them.
+type dumpFlags struct {
+	pidFlags
+	stackFlags
+	asJSON       bool
+	freeze       bool
+	noDebuginfod bool
+}
+
+func newDumpCommand() *cobra.Command {
+	f := &dumpFlags{pidFlags: pidFlags{one: true}}
+	cmd := &cobra.Command{
+		Use:   "dump [-p] PID [flags]",
+		Short: "print the stack of every thread once (pstack)",
+		Long: `Dump prints the stack of every thread of a process once, as pstack and
+eu-stack do, each thread stopped only for the tens of microseconds its
+registers and stack take to copy. The summary on stderr says what was
+truncated and why.`,
+		Example: `  # every thread of process 1234
+  stacktop dump 1234
+
+  # one consistent snapshot as JSON, for a deadlock
+  stacktop dump -p 1234 --freeze --json > stacks.json
+
+  # only the threads named worker-*, without reading DWARF
+  stacktop dump -p 1234 --thread-name '^worker-' --no-lines`,
+		Annotations: map[string]string{annotationExitCodes: "dump.md"},
+		RunE:        func(cmd *cobra.Command, args []string) error { return exitStatus(runDump(cmd, f, args)) },
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return exitUsage
-	}
+	fs := cmd.Flags()
+	f.pidFlags.addTo(fs, "dump")
+	f.stackFlags.addTo(fs, "dump")
+	addDebuginfodFlag(fs, &f.noDebuginfod)
+	fs.BoolVar(&f.asJSON, "json", false, "print one JSON document (schema in docs/dump.md)")
+	fs.BoolVar(&f.freeze, "freeze", false, "hold all threads stopped for one consistent snapshot (deadlock analysis)")
+	setGroup(fs, groupOutput, "json")
+	return cmd
+}
+
+// runDump runs `stacktop dump` with cobra's parse of the flags (f) and the
+// arguments: the PID, if -p did not give it.
+func runDump(cmd *cobra.Command, f *dumpFlags, args []string) int {
+	pid := &f.pid
 	// "stacktop dump PID", as pstack and eu-stack users type it; flags
-	// may follow the PID.
-	if *pid == 0 && fs.NArg() > 0 {
-		n, err := idlist.ParsePID(fs.Arg(0))
-		if err != nil {
-			return reportUsage(fs, fmt.Errorf("%q is not a process ID", fs.Arg(0)))
+	// may come before or after the PID.
+	if len(args) > 0 {
+		n, err := idlist.ParsePID(args[0])
+		switch {
+		case err != nil:
+			return reportUsage(cmd, fmt.Errorf("%q is not a process ID", args[0]))
+		case *pid != 0 && *pid != n:
+			return reportUsage(cmd, fmt.Errorf("two processes given (%d and -p %d): dump one at a time", n, *pid))
 		}
 		*pid = n
-		if err := fs.Parse(fs.Args()[1:]); err != nil {
-			return exitUsage
-		}
-		if *pid != n {
-			return reportUsage(fs, fmt.Errorf("two processes given (%d and -p %d): dump one at a time", n, *pid))
-		}
+		args = args[1:]
 	}
-	if *pid <= 0 || fs.NArg() != 0 {
-		fs.Usage()
+	if *pid <= 0 || len(args) != 0 {
+		writeUsage(os.Stderr, cmd)
 		return exitUsage
 	}
 	if err := f.check(); err != nil {
-		return reportUsage(fs, err)
+		return reportUsage(cmd, err)
 	}
 	nameRE := f.threadRE
 	if len(f.tids) > 0 {
@@ -83,7 +102,7 @@ func runDump(args []string) int {
 		}
 	}
 	if !f.noLines {
-		prefetchDebuginfo(*pid, *noDebuginfod)
+		prefetchDebuginfo(*pid, f.noDebuginfod)
 	}
 	var selectTID func(int) bool
 	if nameRE != nil || len(f.tids) > 1 {
@@ -105,7 +124,7 @@ func runDump(args []string) int {
 	}
 	return withTracer(nil, func(tr *ptrace.Tracer) int {
 		res, err := stackdump.Run(tr, *pid, stackdump.Options{
-			TID: tid, Freeze: *freeze, Select: selectTID,
+			TID: tid, Freeze: f.freeze, Select: selectTID,
 			StackWindow: f.stackWindow,
 			Resolve:     f.resolveOptions(resolve.SymbolOptions{CacheDir: dwarfCacheDir()}),
 		})
@@ -136,7 +155,7 @@ func runDump(args []string) int {
 			// detach that left a thread traced, say).
 			defer fmt.Fprintln(os.Stderr, "stacktop:", err)
 		}
-		if *asJSON {
+		if f.asJSON {
 			err = stackdump.WriteJSON(os.Stdout, res)
 		} else {
 			err = stackdump.WriteText(os.Stdout, res)

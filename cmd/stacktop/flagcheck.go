@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,10 +56,10 @@ func maxStackWindow() int {
 func checkFlags(errs ...error) error { return errors.Join(errs...) }
 
 // reportUsage prints err (one "stacktop:" line per failed check) and
-// fs's usage, and returns the usage exit code.
-func reportUsage(fs *flag.FlagSet, err error) int {
+// cmd's usage lines, and returns the usage exit code.
+func reportUsage(cmd *cobra.Command, err error) int {
 	fmt.Fprintln(os.Stderr, "stacktop:", strings.ReplaceAll(err.Error(), "\n", "\nstacktop: "))
-	fs.Usage()
+	writeUsage(os.Stderr, cmd)
 	return exitUsage
 }
 
@@ -96,13 +97,9 @@ func checkDuration(name string, d, max time.Duration, set bool) error {
 }
 
 // flagGiven reports whether the command line set the named flag.
-func flagGiven(fs *flag.FlagSet, name string) bool {
-	given := false
-	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
-	return given
-}
+func flagGiven(fs *pflag.FlagSet, name string) bool { return fs.Changed(name) }
 
-// sizeValue is a flag.Value for byte counts: a plain number of bytes or
+// sizeValue is a pflag.Value for byte counts: a plain number of bytes or
 // one with a binary suffix (16KiB, 1MiB, 1GiB, 1TiB; K, M, G, T alike).
 // Range checks are checkSize's: Set accepts any int it can represent.
 type sizeValue struct{ p *int }
@@ -113,6 +110,8 @@ func (v sizeValue) String() string {
 	}
 	return strconv.Itoa(*v.p)
 }
+
+func (v sizeValue) Type() string { return "size" }
 
 func (v sizeValue) Set(s string) error {
 	num, shift := strings.TrimSpace(s), 0

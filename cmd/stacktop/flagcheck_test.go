@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 )
 
 // TestNumericFlags runs the real binary with every nonsense numeric value
@@ -97,8 +98,8 @@ func TestStackWindowDefaultPerBackend(t *testing.T) {
 		{[]string{"--backend", "perf", "--stack-window", "32KiB"}, 32768},
 	} {
 		var f samplingFlags
-		fs := flag.NewFlagSet("record", flag.ContinueOnError)
-		f.register(fs, "record")
+		fs := pflag.NewFlagSet("record", pflag.ContinueOnError)
+		f.addTo(fs, "record")
 		if err := fs.Parse(c.args); err != nil {
 			t.Fatalf("%v: %v", c.args, err)
 		}

@@ -1,13 +1,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"codeberg.org/stacktop/stacktop/export/fleet"
 	"codeberg.org/stacktop/stacktop/export/otlp"
@@ -29,11 +30,11 @@ type fleetFlags struct {
 	useOTLP bool
 }
 
-func (f *fleetFlags) register(fs *flag.FlagSet) {
-	fs.Func("otlp", "send a profile every --upload-interval to this OTLP endpoint (host:port or URL; \"\" takes OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT)", func(s string) error {
+func (f *fleetFlags) addTo(fs *pflag.FlagSet) {
+	fs.Var(funcValue{"endpoint", func(s string) error {
 		f.otlp, f.otlpSet = s, true
 		return nil
-	})
+	}}, "otlp", "send a profile every --upload-interval to this OTLP endpoint (host:port or URL; \"\" takes OTEL_EXPORTER_OTLP_[PROFILES_]ENDPOINT)")
 	fs.StringVar(&f.otlpProtocol, "otlp-protocol", "", "grpc or http/protobuf (default: OTEL_EXPORTER_OTLP_[PROFILES_]PROTOCOL, else grpc)")
 	fs.StringVar(&f.pyroscope, "pyroscope", "", "send a profile every --upload-interval to this Pyroscope server's /ingest (e.g. http://pyroscope:4040)")
 	fs.StringVar(&f.pyroAuth.TenantID, "pyroscope-tenant", "", "Pyroscope tenant (X-Scope-OrgID) (default: $PYROSCOPE_TENANT_ID)")
@@ -42,14 +43,16 @@ func (f *fleetFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.pyroAuth.BearerToken, "pyroscope-token", "", "Pyroscope bearer token (default: $PYROSCOPE_AUTH_TOKEN, better: a flag's value is visible to every user in ps)")
 	fs.StringVar(&f.appName, "app-name", "", "Pyroscope application name (default: the executable's name)")
 	f.tags = map[string]string{}
-	fs.Func("tag", "Pyroscope label NAME=VALUE (repeatable)", func(s string) error {
+	fs.Var(funcValue{"name=value", func(s string) error {
 		k, v, err := fleet.ParseTag(s)
 		if err == nil {
 			f.tags[k] = v
 		}
 		return err
-	})
+	}}, "tag", "Pyroscope label NAME=VALUE (repeatable)")
 	fs.DurationVar(&f.interval, "upload-interval", fleet.DefaultInterval, "how often --otlp and --pyroscope send what was sampled since the last upload")
+	setGroup(fs, groupUpload, "otlp", "otlp-protocol", "pyroscope", "pyroscope-tenant", "pyroscope-user",
+		"pyroscope-password", "pyroscope-token", "app-name", "tag", "upload-interval")
 }
 
 // check resolves the OTLP configuration from the flags and the

@@ -2,16 +2,20 @@
 //
 // Usage:
 //
-//	stacktop sframe [--rows|--json] FILE...   inspect .sframe sections
-//	stacktop dump -p PID [--tid LIST] [--json] one-shot stacks of every thread
-//	stacktop record ...                       scripted sampling to profile files
-//	stacktop top ...                          live terminal UI
-//	stacktop convert IN -o OUT [--diff BASE]  another format, or a diff flame graph
-//	stacktop --version                        version and VCS revision
-//	stacktop completion bash|zsh|fish         shell completion script
+//	stacktop dump [-p] PID [flags]             one-shot stacks of every thread
+//	stacktop record -p PID[,PID...] [flags]    scripted sampling to profile files
+//	stacktop record [flags] -- CMD [ARGS...]
+//	stacktop top -p PID[,PID...] [flags]       live terminal UI
+//	stacktop convert IN -o OUT [--diff BASE]   another format, or a diff flame graph
+//	stacktop sframe [--rows|--json] FILE...    inspect .sframe sections
+//	stacktop --version                         version and VCS revision
+//	stacktop completion bash|zsh|fish|powershell
+//	                                           shell completion script
 //
-// Exit codes are documented per subcommand in docs/*.md (each -h names its
-// page); 64 is always a usage error.
+// The command line is cobra's, with GNU long flags (cli.go); stacktop
+// COMMAND --help lists a command's flags. Exit codes are documented per
+// subcommand in docs/*.md (each --help names its page); 64 is always a
+// usage error.
 //
 // This package holds flags, wiring and output only: starting a command
 // (internal/spawn), writing an output file (export/outfile), PID and TID
@@ -33,51 +37,13 @@ import (
 // exitUsage is the sysexits EX_USAGE code every subcommand uses for bad flags.
 const exitUsage = 64
 
-type command struct {
-	name  string
-	brief string
-	run   func(args []string) int
-}
-
-// commands is filled by each subcommand's file in its init function, so
-// adding a subcommand touches only its own file.
-var commands []command
-
-func register(c command) { commands = append(commands, c) }
-
-func usage() {
-	fmt.Fprintln(os.Stderr, "usage: stacktop COMMAND [flags] [args]\n\ncommands:")
-	for _, c := range commands {
-		fmt.Fprintf(os.Stderr, "  %-8s %s\n", c.name, c.brief)
-	}
-	fmt.Fprintln(os.Stderr, "\nRun 'stacktop COMMAND -h' for a command's flags.")
-}
-
 func main() {
 	selfsched.Settle(len(os.Args) > 1 && os.Args[1] == "dump") // (package early)
-	if len(os.Args) < 2 {
-		usage()
-		os.Exit(exitUsage)
-	}
-	name := os.Args[1]
-	if name == "-h" || name == "--help" || name == "help" {
-		usage()
-		os.Exit(0)
-	}
-	if name == "--version" || name == "-version" {
-		os.Exit(runVersion(os.Args[2:]))
-	}
-	for _, c := range commands {
-		if c.name == name {
-			stop := profileSelf()
-			code := c.run(os.Args[2:])
-			stop()
-			os.Exit(code)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "stacktop: unknown command %q\n", name)
-	usage()
-	os.Exit(exitUsage)
+	root := newRootCommand()
+	stop := profileSelf()
+	code := execute(root, gnuLongFlags(root, os.Args[1:]))
+	stop()
+	os.Exit(code)
 }
 
 // profileSelf writes a CPU profile of stacktop itself to the file named by

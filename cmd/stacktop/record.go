@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
 	"codeberg.org/stacktop/stacktop/export"
@@ -42,15 +43,56 @@ func init() {
 	// The helper that starts `-- CMD` is this binary (see spawn.Cmd); it
 	// runs before main, so it settles package early's priority itself.
 	spawn.RunHelper(func() { selfsched.Settle(false) })
-	register(command{name: "record", brief: "sample a process (or a command) into a profile file", run: runRecord})
+	register(newRecordCommand)
+}
+
+func newRecordCommand() *cobra.Command {
+	var f recordFlags
+	cmd := &cobra.Command{
+		Use:   "record -p PID[,PID...] [flags]",
+		Short: "sample a process (or a command) into a profile file",
+		Long: `Record samples the stacks of running processes (-p), or of a command it
+starts for the purpose (-- CMD), until --duration ends, Ctrl-C, or the
+processes exit, and writes a profile file: pprof, folded stacks,
+speedscope or a flame graph SVG. A summary on stderr says what the
+recording got and what it cost the target.`,
+		Example: `  # 30 seconds of process 1234 into a pprof file
+  stacktop record -p 1234 -d 30s -o cpu.pb.gz
+
+  # a command from its start to its exit, as a flame graph
+  stacktop record -o flame.svg -- make -j2
+
+  # where two processes wait as well as run (wall clock), folded stacks
+  stacktop record -p 1234,5678 --idle -f folded -o wall.folded`,
+		Annotations: map[string]string{
+			annotationMoreUsage: "stacktop record [flags] -- CMD [ARGS...]",
+			annotationExitCodes: "record.md",
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return exitStatus(runRecord(cmd, &f, args)) },
+	}
+	f.addTo(cmd.Flags())
+	takesCommand(cmd)
+	return cmd
 }
 
 type recordFlags struct {
 	samplingFlags
 	outputFlags
-	duration time.Duration
-	quiet    bool
-	fleet    fleetFlags
+	duration     time.Duration
+	quiet        bool
+	fleet        fleetFlags
+	noDebuginfod bool
+}
+
+func (f *recordFlags) addTo(fs *pflag.FlagSet) {
+	f.samplingFlags.addTo(fs, "record")
+	fs.DurationVarP(&f.duration, "duration", "d", 0, "stop after this long (default: until Ctrl-C or the process exits)")
+	setGroup(fs, groupSampling, "duration")
+	f.outputFlags.addTo(fs)
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line and no summary")
+	setGroup(fs, groupOutput, "quiet")
+	addDebuginfodFlag(fs, &f.noDebuginfod)
+	f.fleet.addTo(fs)
 }
 
 // outputFlags are the flags of a profile file written, shared by record
@@ -63,12 +105,13 @@ type outputFlags struct {
 	blocked bool
 }
 
-func (f *outputFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.output, "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
-	fs.StringVar(&f.format, "format", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
+func (f *outputFlags) addTo(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.output, "output", "o", "", "output file, - for stdout (default stacktop.pb.gz, or by --format)")
+	fs.StringVarP(&f.format, "format", "f", "", "pprof, folded, speedscope or svg (default: from -o's extension, else pprof)")
 	fs.BoolVar(&f.threads, "threads", false, "a root frame \"NAME TID\" per thread (folded, svg, speedscope)")
 	fs.BoolVar(&f.lines, "lines", false, "folded: name frames \"func (file:line)\"")
 	fs.BoolVar(&f.blocked, "blocked", false, "only the time threads spent waiting (sleeping, disk wait, stopped): a wall-clock profile's off-CPU part")
+	setGroup(fs, groupOutput, "output", "format", "threads", "lines", "blocked")
 }
 
 // view is what of p the output shows: with --blocked, its samples of
@@ -94,21 +137,10 @@ func (f *outputFlags) exportOptions() export.Options {
 	return export.Options{Threads: f.threads, Lines: f.lines}
 }
 
-func runRecord(args []string) int {
-	var f recordFlags
-	fs := flag.NewFlagSet("record", flag.ContinueOnError)
-	f.samplingFlags.register(fs, "record")
-	fs.DurationVar(&f.duration, "duration", 0, "stop after this long (default: until Ctrl-C or the process exits)")
-	f.outputFlags.register(fs)
-	fs.BoolVar(&f.quiet, "q", false, "no progress line and no summary")
-	f.fleet.register(fs)
-	noDebuginfod := registerDebuginfod(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop record -p PID[,PID...] [flags]\n       stacktop record [flags] -- CMD [ARGS...]")
-		fs.PrintDefaults()
-		exitCodesUsage(fs, "record.md")
-	}
-	cmdArgs, code, ok := f.parse(fs, args, func() error {
+// runRecord runs `stacktop record` with cobra's parse of the flags (f)
+// and the arguments after them: the command to start, if any.
+func runRecord(cmd *cobra.Command, f *recordFlags, cmdArgs []string) int {
+	code, ok := f.checkArgs(cmd, cmdArgs, func() error {
 		if len(f.tids) > 0 && (len(f.pids) > 1 || f.subprocs) {
 			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
 		}
@@ -118,7 +150,7 @@ func runRecord(args []string) int {
 		if f.blocked && !f.idle {
 			return fmt.Errorf("--blocked shows the time threads spent waiting, which only a wall-clock profile has: add --idle")
 		}
-		return checkDuration("duration", f.duration, maxDuration, flagGiven(fs, "duration"))
+		return checkDuration("duration", f.duration, maxDuration, flagGiven(cmd.Flags(), "duration"))
 	})
 	if !ok {
 		return code
@@ -153,7 +185,7 @@ func runRecord(args []string) int {
 		defer out.Abandon()
 	}
 
-	prefetchDebuginfo(f.pid, *noDebuginfod)
+	prefetchDebuginfo(f.pid, f.noDebuginfod)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	return withTracer(func(os.Signal) { cancel() }, func(tr *ptrace.Tracer) int {

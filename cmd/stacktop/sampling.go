@@ -1,9 +1,11 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"codeberg.org/stacktop/stacktop/debuginfo"
 	"codeberg.org/stacktop/stacktop/internal/backend/perfevent"
@@ -18,22 +20,44 @@ import (
 // samplingFlags are the flags record and top share: what to sample and how.
 type samplingFlags struct {
 	stackFlags
-	pid      int
-	pids     idlist.PIDs // every -p; pid is the first
+	pidFlags
 	rate     float64
 	idle     bool
 	subprocs bool
 	backend  session.Backend
 }
 
-func (f *samplingFlags) register(fs *flag.FlagSet, verb string) {
-	fs.Var(&f.pids, "p", "process to "+verb+" (PID; a comma-separated list, or repeat -p, for several)")
-	f.stackFlags.register(fs, verb)
-	fs.BoolVar(&f.subprocs, "subprocesses", false, "also "+verb+" the children the processes start meanwhile, until they exit")
-	fs.Float64Var(&f.rate, "rate", ptracesampler.DefaultRate, "samples per second (jittered; with --backend perf, per second of a thread's CPU time)")
+func (f *samplingFlags) addTo(fs *pflag.FlagSet, verb string) {
+	f.pidFlags.addTo(fs, verb)
+	f.stackFlags.addTo(fs, verb)
+	fs.BoolVarP(&f.subprocs, "subprocesses", "s", false, "also "+verb+" the children the processes start meanwhile, until they exit")
+	setGroup(fs, groupTarget, "subprocesses")
+	fs.Float64VarP(&f.rate, "rate", "r", ptracesampler.DefaultRate, "samples per second (jittered; with --backend perf, per second of a thread's CPU time)")
 	f.backend = session.Ptrace
 	fs.Var(backendValue{&f.backend}, "backend", "how samples are taken: ptrace (stop each thread briefly), perf (the kernel copies the stack at a timer tick; on-CPU only), or auto (perf where allowed, else ptrace)")
-	fs.BoolVar(&f.idle, "idle", false, "wall-clock profile: also count sleeping threads")
+	fs.BoolVarP(&f.idle, "idle", "i", false, "wall-clock profile: also count sleeping threads")
+	setGroup(fs, groupSampling, "rate", "backend", "idle")
+}
+
+// pidFlags is -p, --pid: the processes record and top attach to, or,
+// with one set, the one process dump attaches to.
+type pidFlags struct {
+	pid  int         // the process; with a list, the first (set by check)
+	pids idlist.PIDs // every -p of a list
+	// one: -p takes a single PID, and a PID no process can have is left
+	// to the attach to report, as any other that does not exist
+	// (idlist.PID).
+	one bool
+}
+
+func (f *pidFlags) addTo(fs *pflag.FlagSet, verb string) {
+	var value pflag.Value = typedValue{&f.pids, "pids"}
+	usage := "process to " + verb + " (PID; a comma-separated list, or repeat -p, for several)"
+	if f.one {
+		value, usage = typedValue{(*idlist.PID)(&f.pid), "pid"}, "process to "+verb+" (or the PID alone, as the first argument)"
+	}
+	fs.VarP(value, "pid", "p", usage)
+	setGroup(fs, groupTarget, "pid")
 }
 
 // check validates the flags against the command line's remaining
@@ -91,23 +115,15 @@ func (f *samplingFlags) startSession(tr *ptrace.Tracer, cmdArgs []string, stdio 
 	return session.Start(tr, f.pid, cmdArgs, stdio, opts)
 }
 
-// parse parses a sampling subcommand's flags (registered on fs, f's among
-// them) and checks them; valid adds the subcommand's own checks, run after
-// parsing (checkFlags and friends, flagcheck.go). It returns the arguments after the flags (the command to
-// start, if any), or ok false and the exit code when there is nothing to
-// run (-h, or a usage error, which it reports).
-func (f *samplingFlags) parse(fs *flag.FlagSet, args []string, valid func() error) (cmdArgs []string, code int, ok bool) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil, 0, false
-		}
-		return nil, exitUsage, false
-	}
-	cmdArgs = fs.Args()
+// checkArgs checks a sampling subcommand's flags, parsed by cobra, against
+// its arguments after the flags (the command to start, if any); valid adds
+// the subcommand's own checks (checkFlags and friends, flagcheck.go). On a
+// usage error, which it reports, it returns ok false and the exit code.
+func (f *samplingFlags) checkArgs(cmd *cobra.Command, cmdArgs []string, valid func() error) (code int, ok bool) {
 	if err := checkFlags(f.check(cmdArgs), valid()); err != nil {
-		return nil, reportUsage(fs, err), false
+		return reportUsage(cmd, err), false
 	}
-	return cmdArgs, 0, true
+	return 0, true
 }
 
 // backendValue is the --backend flag.
@@ -119,6 +135,8 @@ func (v backendValue) String() string {
 	}
 	return string(*v.b)
 }
+
+func (v backendValue) Type() string { return "backend" }
 
 func (v backendValue) Set(s string) error {
 	b, err := session.ParseBackend(s)

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"regexp"
+
+	"github.com/spf13/pflag"
 
 	"codeberg.org/stacktop/stacktop/internal/backend/ptracesampler"
 	"codeberg.org/stacktop/stacktop/internal/idlist"
@@ -33,21 +34,23 @@ type stackFlags struct {
 	stackWindowGiven bool
 }
 
-// register defines the flags on fs; verb says what the subcommand does to
+// addTo defines the flags on fs; verb says what the subcommand does to
 // a thread ("dump", "record", "watch").
-func (f *stackFlags) register(fs *flag.FlagSet, verb string) {
-	fs.Var(&f.tids, "tid", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
+func (f *stackFlags) addTo(fs *pflag.FlagSet, verb string) {
+	fs.VarP(typedValue{&f.tids, "tids"}, "tid", "t", verb+" only these threads (comma-separated TIDs; the flag may repeat)")
 	fs.StringVar(&f.threadName, "thread-name", "", verb+" only threads whose name matches this regular expression")
+	setGroup(fs, groupTarget, "tid", "thread-name")
 	f.stackWindow = ptracesampler.DefaultStackWindow
 	windowHelp := "bytes of stack copied while a thread is stopped (e.g. 16384, 64KiB; --backend perf: 8192 unless given); a hint: with ptrace, more is copied where a thread's frames need it"
 	if verb == "dump" {
 		windowHelp = "bytes of stack copied while a thread is stopped when it is not on its own thread stack (e.g. 16384, 64KiB); on it, its used stack is copied"
 	}
 	fs.Var(windowValue{sizeValue{&f.stackWindow}, &f.stackWindowGiven}, "stack-window", windowHelp)
-	f.unwinders.register(fs)
+	f.unwinders.addTo(fs)
+	fs.IntVar(&f.maxDepth, "max-depth", unwind.DefaultMaxDepth, "most frames of one stack; a deeper stack is cut there and says so")
 	fs.BoolVar(&f.noInline, "no-inline", false, "do not show inlined calls as frames of their own")
 	fs.BoolVar(&f.noLines, "no-lines", false, "do not read DWARF: no file:line, no inlined frames")
-	fs.IntVar(&f.maxDepth, "max-depth", unwind.DefaultMaxDepth, "most frames of one stack; a deeper stack is cut there and says so")
+	setGroup(fs, groupStacks, "stack-window", "max-depth", "no-inline", "no-lines")
 }
 
 // check validates the flags and derives threadRE and methods.
@@ -65,9 +68,8 @@ func (f *stackFlags) check() error {
 	if f.maxDepth <= 0 || f.maxDepth > unwind.MaxMaxDepth {
 		return fmt.Errorf("--max-depth %d: must be between 1 and %d frames", f.maxDepth, unwind.MaxMaxDepth)
 	}
-	var err error
-	f.methods, err = f.unwinders.methods()
-	return err
+	f.methods = f.unwinders.methods()
+	return nil
 }
 
 // resolveOptions are the resolver options the flags ask for; symbols may
@@ -75,12 +77,6 @@ func (f *stackFlags) check() error {
 func (f *stackFlags) resolveOptions(symbols resolve.SymbolOptions) resolve.Options {
 	symbols.NoInline, symbols.NoLines = f.noInline, f.noLines
 	return resolve.Options{Symbols: symbols, NoCFI: f.unwinders.noCFI, Unwinders: f.methods, MaxDepth: f.maxDepth}
-}
-
-// exitCodesUsage ends a subcommand's usage with the page of docs/ that
-// lists its exit codes (64 is always a usage error).
-func exitCodesUsage(fs *flag.FlagSet, doc string) {
-	fmt.Fprintf(fs.Output(), "\nExit codes: see docs/%s (64: usage error).\n", doc)
 }
 
 // windowValue is --stack-window: a size that records whether it was given.

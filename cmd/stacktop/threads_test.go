@@ -340,7 +340,7 @@ func TestTIDListAllCommands(t *testing.T) {
 	}
 	for _, cmd := range []string{"dump", "record", "top"} {
 		r := stacktop(t, cmd, "-h")
-		for _, flag := range []string{"-tid value", "-stack-window", "-unwinder", "-no-cfi", "-no-inline", "-no-lines", "Exit codes: see docs/"} {
+		for _, flag := range []string{"-t, --tid tids", "--stack-window", "--unwinder", "--no-cfi", "--no-inline", "--no-lines", "Exit codes: see docs/"} {
 			if !strings.Contains(r.stderr, flag) {
 				t.Errorf("%s -h does not list %s", cmd, flag)
 			}

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"codeberg.org/stacktop/stacktop/internal/live"
 	"codeberg.org/stacktop/stacktop/internal/session"
@@ -32,26 +33,55 @@ const (
 )
 
 func init() {
-	register(command{name: "top", brief: "live, top-like view of where a process spends its time", run: runTop})
+	register(newTopCommand)
 }
 
-func runTop(args []string) int {
-	fs := flag.NewFlagSet("top", flag.ContinueOnError)
-	var f samplingFlags
-	f.register(fs, "watch")
-	window := fs.Duration("window", 5*time.Second, "length of the sliding window (w toggles cumulative)")
-	cumulative := fs.Bool("cumulative", false, "start with everything since the start instead of the window")
-	sortTotal := fs.Bool("sort-total", false, "start with functions sorted by total instead of self (t and s switch)")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: stacktop top -p PID[,PID...] [flags]\n       stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)")
-		fs.PrintDefaults()
-		exitCodesUsage(fs, "top.md")
+// topFlags are top's: sampling, and how the view starts.
+type topFlags struct {
+	samplingFlags
+	window     time.Duration
+	cumulative bool
+	sortTotal  bool
+}
+
+func newTopCommand() *cobra.Command {
+	f := &topFlags{}
+	cmd := &cobra.Command{
+		Use:   "top -p PID[,PID...] [flags]",
+		Short: "live, top-like view of where a process spends its time",
+		Long: `Top samples running processes (-p), or a command it starts (-- CMD, whose
+output is discarded), and shows in the terminal, refreshed as it samples,
+the functions the threads spend their time in over a sliding window, as a
+call tree, or per thread. ? lists the keys; q quits and lets the process go.`,
+		Example: `  # where process 1234 spends its time now
+  stacktop top -p 1234
+
+  # everything since the start, by total, of a command
+  stacktop top --cumulative --sort-total -- ./server --port 8080`,
+		Annotations: map[string]string{
+			annotationMoreUsage: "stacktop top [flags] -- CMD [ARGS...]   (CMD's output is discarded)",
+			annotationExitCodes: "top.md",
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return exitStatus(runTop(cmd, f, args)) },
 	}
-	cmdArgs, code, ok := f.parse(fs, args, func() error {
+	fs := cmd.Flags()
+	f.samplingFlags.addTo(fs, "watch")
+	fs.DurationVar(&f.window, "window", 5*time.Second, "length of the sliding window (w toggles cumulative)")
+	fs.BoolVar(&f.cumulative, "cumulative", false, "start with everything since the start instead of the window")
+	fs.BoolVar(&f.sortTotal, "sort-total", false, "start with functions sorted by total instead of self (t and s switch)")
+	setGroup(fs, groupView, "window", "cumulative", "sort-total")
+	takesCommand(cmd)
+	return cmd
+}
+
+// runTop runs `stacktop top` with cobra's parse of the flags (f) and the
+// arguments after them: the command to start, if any.
+func runTop(cmd *cobra.Command, f *topFlags, cmdArgs []string) int {
+	code, ok := f.checkArgs(cmd, cmdArgs, func() error {
 		if len(f.tids) > 0 && (len(f.pids) > 1 || f.subprocs) {
 			return fmt.Errorf("--tid names threads of one process: not with several -p or --subprocesses")
 		}
-		return checkDuration("window", *window, maxDuration, true)
+		return checkDuration("window", f.window, maxDuration, true)
 	})
 	if !ok {
 		return code
@@ -71,7 +101,7 @@ func runTop(args []string) int {
 		// The UI aggregates the last --window, everything, or everything
 		// since a reset (by subtraction): older events can be folded, so
 		// memory stays bounded on long sessions.
-		opts.Timeline = *window
+		opts.Timeline = f.window
 		sess, err := f.startSession(tr, cmdArgs, [3]*os.File{devnull, devnull, devnull}, opts)
 		devnull.Close()
 		if err != nil {
@@ -94,7 +124,7 @@ func runTop(args []string) int {
 		if len(f.pids) > 1 || f.subprocs {
 			// Several processes: one engine each, their snapshots
 			// merged at every poll (see procgroup).
-			fl := newProcessGroup(tr, &f, opts, sess)
+			fl := newProcessGroup(tr, &f.samplingFlags, opts, sess)
 			closeTargets = func() error {
 				err := fl.Detach()
 				fl.Close()
@@ -142,8 +172,8 @@ func runTop(args []string) int {
 			engineDone <- err
 		}()
 
-		uiErr := tui.Run(ctx, ui, tui.Options{Window: *window, Cumulative: *cumulative,
-			SortByTotal: *sortTotal, RateAsked: f.rate, NoStops: sess.Backend == session.Perf})
+		uiErr := tui.Run(ctx, ui, tui.Options{Window: f.window, Cumulative: f.cumulative,
+			SortByTotal: f.sortTotal, RateAsked: f.rate, NoStops: sess.Backend == session.Perf})
 		cancel()
 		engErr := <-engineDone
 		code := exitTopOK

@@ -6,19 +6,29 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"github.com/spf13/cobra"
 )
 
 func init() {
-	register(command{name: "version", brief: "print the version and VCS revision stacktop was built from", run: runVersion})
+	register(newVersionCommand)
 }
 
-func runVersion(args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintln(os.Stderr, "usage: stacktop version (or stacktop --version)")
-		return exitUsage
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version and VCS revision stacktop was built from",
+		Long: `Version prints the module version and the VCS revision stacktop was
+built from, the Go version and the platform, as stacktop --version does.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				fmt.Fprintln(os.Stderr, "usage: stacktop version (or stacktop --version)")
+				return exitStatus(exitUsage)
+			}
+			fmt.Println(versionString())
+			return nil
+		},
 	}
-	fmt.Println(versionString())
-	return 0
 }
 
 // versionString is the module version and the VCS revision from the build
