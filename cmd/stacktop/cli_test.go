@@ -103,6 +103,7 @@ func checkAttachFailure(t *testing.T, r result, phrases ...string) {
 }
 
 func TestUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{}, {"nonsense"}, {"dump"}, {"dump", "-p", "x"}, {"dump", "-p", "1", "extra"},
 		{"dump", "x"}, {"dump", "0"}, {"dump", "1", "extra"}, {"dump", "-p", "1", "2"}, {"dump", "1", "-p", "2"}, {"sframe"},
 		{"dump", "-p", "0x10"}, {"dump", "0x10"}, {"dump", "-p", "+1"}, {"record", "-p", "0x10"}} {
@@ -122,6 +123,7 @@ func needRoot(t *testing.T) {
 }
 
 func TestDumpNoSuchProcess(t *testing.T) {
+	t.Parallel()
 	// A PID above pid_max cannot exist.
 	r := stacktop(t, "dump", "-p", "99999999")
 	checkAttachFailure(t, r, "no such process")
@@ -130,18 +132,21 @@ func TestDumpNoSuchProcess(t *testing.T) {
 }
 
 func TestDumpSelf(t *testing.T) {
+	t.Parallel()
 	// exec keeps the shell's PID, so $$ is stacktop's own.
 	r := run(t, exec.Command("/bin/sh", "-c", `exec "$0" dump -p $$`, stacktopBin))
 	checkAttachFailure(t, r, "stacktop itself")
 }
 
 func TestDumpKernelThread(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	r := stacktop(t, "dump", "-p", "2") // kthreadd
 	checkAttachFailure(t, r, "kernel thread")
 }
 
 func TestDumpZombie(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	// The shell starts a child that exits at once, then becomes a sleep that
 	// never reaps it: a zombie.
@@ -166,6 +171,7 @@ func TestDumpZombie(t *testing.T) {
 }
 
 func TestDumpPermissionDenied(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	target := exec.Command("sleep", "30") // runs as root
 	if err := target.Start(); err != nil {
@@ -179,6 +185,7 @@ func TestDumpPermissionDenied(t *testing.T) {
 }
 
 func TestSFrameExitCodes(t *testing.T) {
+	t.Parallel()
 	fixture := filepath.Join("..", "..", "sframe", "testdata", "x86_64-v3.exe")
 	if r := stacktop(t, "sframe", fixture); r.code != 0 {
 		t.Errorf("sframe on an SFrame binary: exit %d\n%s", r.code, r.stderr)
@@ -194,6 +201,7 @@ func TestSFrameExitCodes(t *testing.T) {
 // Test32BitRefused: dump and record refuse a 32-bit program (exit 2, a
 // message saying so) instead of printing stacks of zeros.
 func Test32BitRefused(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	targets.SkipUnlessRunnable(t, "i386")
 	tg := targets.Start(t, "i386")

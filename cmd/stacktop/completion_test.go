@@ -66,6 +66,7 @@ printf '%s\n' "${COMPREPLY[@]}"`
 // TestCompletionBash sources cobra's script in bash and asks it what it
 // completes: subcommands, flags, and the values of flags.
 func TestCompletionBash(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("bash not installed")
 	}
@@ -109,6 +110,7 @@ func TestCompletionBash(t *testing.T) {
 // TestCompletePIDDescription: -p's values carry the process's name, which
 // zsh, fish and bash (when listing) show beside each PID.
 func TestCompletePIDDescription(t *testing.T) {
+	t.Parallel()
 	r := stacktop(t, "__complete", "record", "-p", "")
 	want := strconv.Itoa(os.Getpid()) + "\t" + procmaps.Comm(os.Getpid())
 	if r.code != 0 || !slices.Contains(strings.Split(r.stdout, "\n"), want) {
@@ -120,6 +122,7 @@ func TestCompletePIDDescription(t *testing.T) {
 // completes; TestCompletionZsh only checks the syntax (zsh has no batch
 // completion mode).
 func TestCompletionFish(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("fish"); err != nil {
 		t.Skip("fish not installed (scripts/install-test-deps.sh installs it)")
 	}
@@ -138,6 +141,7 @@ func TestCompletionFish(t *testing.T) {
 }
 
 func TestCompletionZsh(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("zsh"); err != nil {
 		t.Skip("zsh not installed (scripts/install-test-deps.sh installs it)")
 	}
@@ -154,6 +158,7 @@ func TestCompletionZsh(t *testing.T) {
 }
 
 func TestCompletionPowerShell(t *testing.T) {
+	t.Parallel()
 	b, _ := os.ReadFile(completionScript(t, "powershell"))
 	if !strings.Contains(string(b), "Register-ArgumentCompleter") {
 		t.Errorf("powershell script has no Register-ArgumentCompleter:\n%.500s", b)
@@ -161,6 +166,7 @@ func TestCompletionPowerShell(t *testing.T) {
 }
 
 func TestCompletionUsage(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"completion"}, {"completion", "tcsh"}, {"completion", "bash", "zsh"}} {
 		if r := stacktop(t, args...); r.code != exitUsage || !strings.Contains(r.stderr, "bash|zsh|fish|powershell") {
 			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)

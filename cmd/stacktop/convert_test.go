@@ -11,6 +11,7 @@ import (
 // and counts, --diff draws a flame graph coloured by the sign of each
 // frame's change, and bad input or flags say so with their exit codes.
 func TestConvert(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, data string) string {
 		p := filepath.Join(dir, name)

@@ -40,6 +40,7 @@ func mustRun(t *testing.T, name string, args ...string) string {
 // run with the server gone still has the lines, from that cache.
 // --no-debuginfod fetches nothing.
 func TestDumpDebuginfod(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	for _, tool := range []string{"gcc", "objcopy", "debuginfod"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -16,6 +16,7 @@ import (
 // flag, quickly, before anything is attached (PID 1 is never touched), and
 // never a crash dump.
 func TestNumericFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		cmds []string
 		flag string
@@ -66,6 +67,7 @@ func TestNumericFlags(t *testing.T) {
 }
 
 func TestSizeValue(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]int{
 		"16384": 16384, "64KiB": 64 << 10, "64K": 64 << 10, "1MiB": 1 << 20, "2 GiB": 2 << 30,
 		"1TiB": 1 << 40, "-1": -1, "12B": 12,
@@ -88,6 +90,7 @@ func TestSizeValue(t *testing.T) {
 // 8 KiB, see perfevent.DefaultWindow); a window given is passed as is,
 // also when it equals the ptrace default.
 func TestStackWindowDefaultPerBackend(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want int

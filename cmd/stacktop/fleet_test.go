@@ -179,6 +179,7 @@ func TestRecordOTLPCollector(t *testing.T) {
 // windows held during the outage arrive, and the total equals the local
 // pprof.
 func TestRecordOTLPOutage(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if testing.Short() {
 		t.Skip("builds and runs an OpenTelemetry Collector")
@@ -340,6 +341,7 @@ func TestRecordPyroscope(t *testing.T) {
 // TestFleetFlagErrors: bad upload flags and variables are usage errors
 // (64) that say what is wrong, before anything is attached.
 func TestFleetFlagErrors(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args   []string
 		env    []string
@@ -367,6 +369,7 @@ func TestFleetFlagErrors(t *testing.T) {
 // that execs it) in every window, the last one (sent after CMD exited)
 // included.
 func TestRecordOTLPCommand(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if testing.Short() {
 		t.Skip("builds and runs an OpenTelemetry Collector")

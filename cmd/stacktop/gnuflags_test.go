@@ -10,6 +10,7 @@ import (
 // are spelled --NAME before cobra parses them, and nothing else is touched:
 // values of flags, arguments after --, the command record starts.
 func TestGNULongFlags(t *testing.T) {
+	t.Parallel()
 	root := newRootCommand()
 	for _, c := range []struct{ in, want string }{
 		{"record -rate 99 -p 1", "record --rate 99 -p 1"},
@@ -46,6 +47,7 @@ func TestGNULongFlags(t *testing.T) {
 // the flags reach their checks (a usage error naming --rate) and their
 // command (dump's PID after the flags, as pstack's users type it).
 func TestSingleDashLongFlags(t *testing.T) {
+	t.Parallel()
 	r := stacktop(t, "record", "-rate", "0", "-p", "1")
 	if first, _, _ := strings.Cut(r.stderr, "\n"); r.code != exitUsage || !strings.Contains(first, "--rate 0") {
 		t.Errorf("record -rate 0: exit %d, stderr %q", r.code, r.stderr)

@@ -8,6 +8,7 @@ import (
 // TestHelp: --help and -h exit 0 and read like kubectl's: the usage
 // lines, examples, flags under their groups, the page with the exit codes.
 func TestHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		want []string

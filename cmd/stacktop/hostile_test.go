@@ -133,6 +133,7 @@ func checkLetGo(t *testing.T, tg *targets.Target) {
 // dump, dump --no-lines and record opened it and waited for ever, the
 // target traced.
 func TestHostileDebugLinkFIFO(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	dir := t.TempDir()
 	bin := buildHostile(t, dir, "prog")
@@ -160,6 +161,7 @@ func TestHostileDebugLinkFIFO(t *testing.T) {
 // its build-ID debug path (/usr/lib/debug/.build-id/..), which stacktop
 // searches inside the target's root first.
 func TestHostileBuildIDFIFO(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	root := t.TempDir()
 	bin := buildHostile(t, root, "prog", "-static")
@@ -184,6 +186,7 @@ func TestHostileBuildIDFIFO(t *testing.T) {
 // must not read it for the target: no source lines. With the file
 // readable by everyone, the same dump has them (the fixture works).
 func TestHostileDebugLinkToRootOnly(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	if _, err := exec.LookPath("setpriv"); err != nil {
 		t.Skip("setpriv not installed")
@@ -256,6 +259,7 @@ int main(void) {
 // victim's frames with the attacker's functions in later runs; and one
 // run sampling both processes shared one module between them.
 func TestHostileCacheKey(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	dir := t.TempDir()
 	const buildID = "0x5eed0f5eed0f5eed0f5eed0f5eed0f5eed0f5eed"
@@ -372,6 +376,7 @@ func TestHostileCacheKey(t *testing.T) {
 // sequence raw, name no JIT frame from a map it must not read, stay small,
 // and let the target go.
 func TestHostileSuite(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "hostile")

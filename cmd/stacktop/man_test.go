@@ -16,6 +16,7 @@ var manDir = filepath.Join("..", "..", "docs", "man")
 // hold exactly them: a flag or command changed without `go run
 // ./cmd/stacktop man docs/man` fails here instead of shipping stale pages.
 func TestManPagesUpToDate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if r := stacktop(t, "man", dir); r.code != 0 {
 		t.Fatalf("man %s: exit %d\n%s", dir, r.code, r.stderr)
@@ -48,6 +49,7 @@ func TestManPagesUpToDate(t *testing.T) {
 // TestManPageRenders formats every page with groff, all warnings on (or,
 // without groff, with man -l), and requires it to say nothing.
 func TestManPageRenders(t *testing.T) {
+	t.Parallel()
 	pages, _ := filepath.Glob(filepath.Join(manDir, "*.1"))
 	if len(pages) == 0 {
 		t.Fatal("no man pages in docs/man")

@@ -21,6 +21,7 @@ import (
 // FIFO (a cat reads it), a symlink and /dev/null, and checks that a
 // SIGKILL and a double SIGTERM leave no temporary file.
 func TestRecordOutputKinds(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "split-sframe3")
 	pid := strconv.Itoa(tg.PID())

@@ -15,6 +15,7 @@ import (
 // with the shell's code and the exec error on one line, before anything
 // is started; record leaves no file, not even a temporary one.
 func TestStartErrors(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	dir := t.TempDir()
 	notExec := filepath.Join(dir, "not-executable")
@@ -73,6 +74,7 @@ func TestStartErrors(t *testing.T) {
 // TestRecordTIDNotOfTarget: --tid naming a thread of another process is
 // an error (exit 2, one line), not an empty profile.
 func TestRecordTIDNotOfTarget(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "split-sframe3")
 	other := os.Getpid()
@@ -100,6 +102,7 @@ func TestRecordTIDNotOfTarget(t *testing.T) {
 // priority, runs before the initialisers that take most of the start-up
 // (regexps, gRPC, HTTP), as the binary's own init trace shows.
 func TestEarlyInitRunsFirst(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command(stacktopBin, "--version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
 	out, err := cmd.CombinedOutput()
@@ -139,6 +142,7 @@ func TestEarlyInitRunsFirst(t *testing.T) {
 // it was started with, though package early raised it during the
 // initialisers: a program record starts inherits it.
 func TestSettleRestoresNice(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	out := filepath.Join(t.TempDir(), "p.folded")
 	cmd := exec.Command(stacktopBin, "record", "-o", out, "--", "nice")

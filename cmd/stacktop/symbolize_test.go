@@ -19,6 +19,7 @@ import (
 // frames have no names in the profile, only addresses in a mapping with
 // the build ID; given the debug file, `go tool pprof` names them.
 func TestPprofSymbolizedLater(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	for _, tool := range []string{"gcc", "strip", "addr2line"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -71,6 +71,7 @@ func roots(t *testing.T, path string) map[string]int64 {
 // (hot, warm and waker each have theirs), and pprof labels the samples
 // with thread, thread_name and pid.
 func TestRecordThreads(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := startThreadnames(t)
 	pid := strconv.Itoa(tg.PID())
@@ -129,6 +130,7 @@ func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 // TestRecordSeveralProcesses: -p A,B --threads holds the threads of both,
 // and so does -p A -p B.
 func TestRecordSeveralProcesses(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	a, b := startThreadnames(t), startThreadnames(t)
 	dir := t.TempDir()
@@ -165,6 +167,7 @@ func TestRecordSeveralProcesses(t *testing.T) {
 // TestRecordSubprocesses: --subprocesses follows a child the recorded
 // shell starts after the attach, with its threads.
 func TestRecordSubprocesses(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	bin := threadnames(t)
 	dir := t.TempDir()
@@ -208,6 +211,7 @@ func TestRecordSubprocesses(t *testing.T) {
 
 // TestRecordThreadName: --thread-name keeps the matching threads only.
 func TestRecordThreadName(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := startThreadnames(t)
 	out := filepath.Join(t.TempDir(), "tn.folded")
@@ -232,6 +236,7 @@ func TestRecordThreadName(t *testing.T) {
 // TestDumpThreadName: dump --thread-name shows the matching threads only,
 // and says so when none matches.
 func TestDumpThreadName(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := startThreadnames(t)
 	pid := strconv.Itoa(tg.PID())
@@ -258,6 +263,7 @@ func TestDumpThreadName(t *testing.T) {
 // TestRecordLines: --lines names folded frames "func (file:line)" on a
 // program built with -g; it is refused for formats it does not apply to.
 func TestRecordLines(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "cxxinline-sframe3")
 	dir := t.TempDir()
@@ -287,6 +293,7 @@ func TestRecordLines(t *testing.T) {
 // the target's is exit 2 on dump and record before anything is stopped.
 // --no-inline and --no-lines exist on all three.
 func TestTIDListAllCommands(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := startThreadnames(t)
 	pid := strconv.Itoa(tg.PID())

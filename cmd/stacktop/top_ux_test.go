@@ -12,6 +12,7 @@ import (
 // line, names the mode and the rate asked; Enter on a thread shows its
 // stacks.
 func TestTopHeaderAndThreadStacks(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	// The shell's $'...' is not POSIX: printf makes the argument.
 	term := startTmux(t, "topux", 100, 24,
@@ -44,6 +45,7 @@ func TestTopHeaderAndThreadStacks(t *testing.T) {
 // TestTopSeveralProcesses: top -p A,B --thread-name shows the matching
 // threads of both processes.
 func TestTopSeveralProcesses(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	needTmux(t)
 	a, b := startThreadnames(t), startThreadnames(t)
@@ -65,6 +67,7 @@ func TestTopSeveralProcesses(t *testing.T) {
 // TestTopSubprocesses: top --subprocesses -- CMD shows the threads of a
 // child the command starts after the attach.
 func TestTopSubprocesses(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	needTmux(t)
 	bin := threadnames(t)

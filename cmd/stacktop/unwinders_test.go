@@ -9,6 +9,7 @@ import (
 // walks stacks; an unknown or repeated name is a usage error that says
 // what is known.
 func TestUnwinderFlag(t *testing.T) {
+	t.Parallel()
 	for _, cmd := range []string{"dump", "record", "top"} {
 		for _, list := range []string{"dwarf", "sframe,sframe", "sframe,,fp"} {
 			r := stacktop(t, cmd, "-p", "1", "--unwinder="+list)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--version"}, {"version"}} {
 		r := stacktop(t, args...)
 		if r.code != 0 || !strings.HasPrefix(r.stdout, "stacktop ") || !strings.Contains(r.stdout, runtime.Version()) {
@@ -24,6 +25,7 @@ func TestVersion(t *testing.T) {
 // TestVersionRevision builds stacktop with VCS stamping and checks that
 // --version reports the commit checked out.
 func TestVersionRevision(t *testing.T) {
+	t.Parallel()
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout (%v)", err)

@@ -276,6 +276,23 @@ func (t *Target) Progress() (int64, error) {
 	return n, nil
 }
 
+// MakesProgress reports whether the target's progress counter moves
+// within timeout: a target left stopped or traced stays put. The timeout
+// is generous because on a loaded machine a target may get little CPU
+// (split publishes progress every 40 ms of its own CPU time).
+func (t *Target) MakesProgress(timeout time.Duration) bool {
+	before, err := t.Progress()
+	if err != nil {
+		return false
+	}
+	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if now, err := t.Progress(); err == nil && now > before {
+			return true
+		}
+	}
+	return false
+}
+
 // Stop sends SIGSTOP and returns once every thread is in group-stop (state
 // T in /proc/PID/task/TID/stat). It fails the test otherwise.
 func (t *Target) Stop() {
