@@ -41,6 +41,7 @@ func referenceFrames(t *testing.T, f *elf.File, pcs []uint64) map[uint64][]Frame
 // decompressing them, with the same answers; a corrupt, truncated or
 // foreign cache file is ignored, never believed.
 func TestCacheLibc(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	if s := df.File.Section(".debug_info"); s == nil || s.Flags&elf.SHF_COMPRESSED == 0 {
 		t.Skip("libc's debug file is not compressed here: nothing to cache")
@@ -119,6 +120,7 @@ func TestCacheLibc(t *testing.T) {
 // TestCacheConcurrent: runs that read and write one cache at the same
 // time all give the reference answers.
 func TestCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	_, df, p := openLibcDebug(t)
 	pcs := funcPCs(t, df.File, 60)
 	want := referenceFrames(t, df.File, pcs)
@@ -201,6 +203,7 @@ func (f flippedAt) ReadAt(b []byte, off int64) (int, error) {
 // byte among them (another compression of the same build) is another key,
 // and a section not read from a file is not cached (it has no identity).
 func TestCacheKeyStoredBytes(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	sec := df.File.Section(".debug_info")
 	if sec == nil || sec.Flags&elf.SHF_COMPRESSED == 0 {

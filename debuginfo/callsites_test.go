@@ -46,6 +46,7 @@ func funcSyms(t *testing.T, f *elf.File) map[string]elf.Symbol {
 // is jump1 then jump2 (innermost first), each frame's PC right after its
 // jump. The wrapper's jump to pause, declared only, is named.
 func TestCallSitesGCC(t *testing.T) {
+	t.Parallel()
 	for _, g := range []string{"-gdwarf-5", "-gdwarf-4"} {
 		t.Run(g, func(t *testing.T) {
 			f, err := elf.Open(buildTailcall(t, g))
@@ -93,6 +94,7 @@ func TestCallSitesGCC(t *testing.T) {
 
 // TailChain keeps only an unambiguous chain, and stops on cycles.
 func TestTailChainAmbiguity(t *testing.T) {
+	t.Parallel()
 	cs := &CallSites{byReturn: map[uint64]CallSite{}, tails: map[uint64][]CallSite{}}
 	// A jumps to B or C; both jump to D. A call of A that ends in D is
 	// ambiguous. E jumps to F, F to E (a cycle), E to D.
@@ -283,6 +285,7 @@ func compareLazyCallSites(t *testing.T, f *elf.File, limit int) {
 // TestLazyCallSitesTailcall compares lazy and whole call sites of the
 // tail-call fixture, DWARF 5 and DWARF 4 (GNU call sites).
 func TestLazyCallSitesTailcall(t *testing.T) {
+	t.Parallel()
 	for _, g := range []string{"-gdwarf-5", "-gdwarf-4"} {
 		t.Run(g, func(t *testing.T) {
 			f, err := elf.Open(buildTailcall(t, g))
@@ -298,6 +301,7 @@ func TestLazyCallSitesTailcall(t *testing.T) {
 // TestLazyCallSitesLibc does the same on libc's debug file, where the
 // first lookup must read a few of its 2,000 units.
 func TestLazyCallSitesLibc(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	compareLazyCallSites(t, df.File, 2000)
 }
@@ -305,6 +309,7 @@ func TestLazyCallSitesLibc(t *testing.T) {
 // TestCallSitesNoWait: the NoWait lookups start the unit in the background
 // and then give the waiting lookups' answers.
 func TestCallSitesNoWait(t *testing.T) {
+	t.Parallel()
 	f, err := elf.Open(buildTailcall(t, "-g"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestParseDebugLink(t *testing.T) {
+	t.Parallel()
 	b := append([]byte("libc.so.6.debug\x00"), 0, 0, 0, 0)
 	binary.LittleEndian.PutUint32(b[16:], 0xdeadbeef)
 	got, err := ParseDebugLink(b, binary.LittleEndian)
@@ -37,6 +38,7 @@ func TestParseDebugLink(t *testing.T) {
 // and checks the link is found next to it, CRC verified, and that a
 // corrupted debug file is rejected.
 func TestDebugLinkObjcopy(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("objcopy"); err != nil {
 		t.Skip("objcopy not installed")
 	}

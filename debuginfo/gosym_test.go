@@ -32,6 +32,7 @@ func main() { fmt.Println(work(1000)) }
 // TestGoTable builds a Go program with DWARF stripped and compares every
 // sampled address of its main package with go tool addr2line.
 func TestGoTable(t *testing.T) {
+	t.Parallel()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("go not in PATH")

@@ -96,6 +96,7 @@ func funcPCs(t *testing.T, f *elf.File, limit int) []uint64 {
 // TestLazyLinesLibc compares the lazy index of libc's debug file (zlib
 // compressed sections in Debian's libc6-dbg) with the whole one.
 func TestLazyLinesLibc(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	compareLazy(t, df.File, funcPCs(t, df.File, 3000))
 }
@@ -103,6 +104,7 @@ func TestLazyLinesLibc(t *testing.T) {
 // TestLazyLinesCXX does the same on fresh g++ output, every byte of the
 // inline-heavy function.
 func TestLazyLinesCXX(t *testing.T) {
+	t.Parallel()
 	f, err := elf.Open(buildCXX(t))
 	if err != nil {
 		t.Fatal(err)
@@ -114,6 +116,7 @@ func TestLazyLinesCXX(t *testing.T) {
 
 // TestParseArangesErrors feeds truncated and malformed tables.
 func TestParseArangesErrors(t *testing.T) {
+	t.Parallel()
 	le := binary.LittleEndian
 	good := le.AppendUint32(nil, 44)
 	good = le.AppendUint16(good, 2)
@@ -159,6 +162,7 @@ func FuzzAranges(f *testing.F) {
 // TestFramesNoWait: the first lookup in a unit does not wait for it and
 // says so; once the unit is decoded the frames are Frames'.
 func TestFramesNoWait(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	pcs := funcPCs(t, df.File, 20)
 	l, err := NewLines(df.File)
@@ -201,6 +205,7 @@ func TestFramesNoWait(t *testing.T) {
 // gives the same frames as the compiler's file, so the fuzzer's seed runs
 // the whole lazy path.
 func TestLazyInMadeELF(t *testing.T) {
+	t.Parallel()
 	f, err := elf.Open(buildCXX(t))
 	if err != nil {
 		t.Fatal(err)
@@ -242,6 +247,7 @@ func TestLazyInMadeELF(t *testing.T) {
 // string forms of another version) and code split over sections, so the
 // unit's ranges are a list.
 func TestLazyLinesCXXDwarf4(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("g++ not installed")
 	}
@@ -266,6 +272,7 @@ func TestLazyLinesCXXDwarf4(t *testing.T) {
 // the toolchain writes it) read as far as needed give the frames the
 // whole sections give.
 func TestLazyLinesCompressed(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("g++ not installed")
 	}
@@ -294,6 +301,7 @@ func TestLazyLinesCompressed(t *testing.T) {
 // file is mapped whole, with the file's bytes; one of an object in memory
 // is read as a stream, with the same bytes.
 func TestMapUncompressed(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("g++"); err != nil {
 		t.Skip("g++ not installed")
 	}
@@ -341,6 +349,7 @@ func TestMapUncompressed(t *testing.T) {
 // (opened without its line program, which leaves the program's offset
 // for the next open) gives the same frames as reading the whole DWARF.
 func TestLazyLinesAfterCallSites(t *testing.T) {
+	t.Parallel()
 	_, df, _ := openLibcDebug(t)
 	lazy, err := NewLines(df.File)
 	if err != nil {

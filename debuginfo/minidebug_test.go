@@ -15,6 +15,7 @@ import (
 // symbols), and checks that a static function the stripped binary no
 // longer names is named again through it.
 func TestMiniDebugInfo(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"gcc", "objcopy", "strip", "xz", "nm"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s not installed", tool)

@@ -36,6 +36,7 @@ const testBuildID = "0123456789abcdef"
 // kind and key, and under no other; a file damaged anywhere, cut short or
 // grown is not believed.
 func TestObjectCache(t *testing.T) {
+	t.Parallel()
 	enc, err := testSymbolTable(t).AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -110,6 +111,7 @@ func TestObjectCache(t *testing.T) {
 // TestObjectCacheConcurrent: runs storing and reading the same entry at
 // once each read nothing or a whole payload.
 func TestObjectCacheConcurrent(t *testing.T) {
+	t.Parallel()
 	enc, err := testSymbolTable(t).AppendBinary(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -146,6 +146,7 @@ func funcAddrs(t *testing.T, f *elf.File, names ...string) []uint64 {
 // TestInlineChainsCXX compares every byte address of a function built
 // from inlined templates and a lambda with addr2line -f -i -C.
 func TestInlineChainsCXX(t *testing.T) {
+	t.Parallel()
 	bin := buildCXX(t)
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -240,6 +241,7 @@ func buildIDOf(t testing.TB, f *elf.File) string {
 // own tables, resolve once its build-ID debug file is merged, at the
 // addresses gdb gives them.
 func TestLibcDebugFile(t *testing.T) {
+	t.Parallel()
 	f, df, p := openLibcDebug(t)
 	if df.Via != "build-id" {
 		t.Errorf("found via %s, want build-id", df.Via)

@@ -12,6 +12,7 @@ import (
 // classes, as gdb prints them: demo::twice<long int>, not twice<long int>.
 // A lambda's operator() stays as DWARF names it.
 func TestQualifiedInlineNames(t *testing.T) {
+	t.Parallel()
 	bin := buildCXX(t)
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -60,6 +61,7 @@ func TestQualifiedInlineNames(t *testing.T) {
 // own units and the libstdc++ templates instantiated in them), and a Go
 // unit is not indexed at all.
 func TestScopeIndexMatchesDescent(t *testing.T) {
+	t.Parallel()
 	bin := buildCXX(t)
 	f, err := elf.Open(bin)
 	if err != nil {

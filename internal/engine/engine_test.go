@@ -180,6 +180,7 @@ func names(frames []profile.Frame) []string {
 
 // TestEngineTIDs samples only the threads asked for.
 func TestEngineTIDs(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "manythreads-sframe3", "10", "2")
 	spin := byName(t, tg, "mt-spin")[0]
@@ -194,6 +195,7 @@ func TestEngineTIDs(t *testing.T) {
 // at 999 Hz. No error but exits, and the target keeps running afterwards
 // with no thread left stopped.
 func TestEngineChurn(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "exiter-sframe3", "churn")
 	tgt := openTarget(t, tg.PID())
@@ -299,6 +301,7 @@ func TestHistogramQuantiles(t *testing.T) {
 // the back end learns and copies more of the thread from then on, so
 // (nearly) no later sample is.
 func TestEngineStackMissed(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "chains-sframe3")
 	big := byName(t, tg, "bigframe")[0]

@@ -22,6 +22,7 @@ import (
 // end up with the same frames as those taken after, so no stack appears
 // twice (once without lines, once with) in the profile.
 func TestLinesLateSameStacks(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "cxxinline-sframe3")
 	spin := byName(t, tg, "spin")
@@ -94,6 +95,7 @@ func TestLinesLateSameStacks(t *testing.T) {
 // stacks keep their frames without lines. Run waited for them unbounded
 // before, and this test then never ended.
 func TestLinesLateWaitBounded(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "cxxinline-sframe3")
 	spin := byName(t, tg, "spin")
@@ -232,6 +234,7 @@ func recordOnce(b *testing.B, pid int, opts resolve.SymbolOptions, d time.Durati
 // for the lines. The caller's Close then has nothing left to detach and
 // no error.
 func TestCloseAtEndBeforeLines(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "cxxinline-sframe3")
 	spin := byName(t, tg, "spin")

@@ -20,6 +20,7 @@ const sysPause = 34
 // every read of each thread's stack served by the copy taken while it was
 // stopped (its used stack), none by the live process after it resumed.
 func TestDumpBigFrames(t *testing.T) {
+	t.Parallel()
 	needGDBOnly(t)
 	if runtime.GOARCH != "amd64" {
 		t.Skip("bigframe-* are x86-64 programs")

@@ -17,6 +17,7 @@ import (
 // and through the DRAP function of the V1/V2 builds, which gas leaves out
 // of .sframe.
 func TestDumpMatchesGDBEveryFrame(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb not installed")
@@ -51,6 +52,7 @@ func TestDumpMatchesGDBEveryFrame(t *testing.T) {
 // frame by frame; gdb's "<signal handler called>" is the trampoline frame,
 // and the frame below it was restored from the kernel's signal frame.
 func TestDumpSignalFrames(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb not installed")

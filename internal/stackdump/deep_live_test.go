@@ -17,6 +17,7 @@ import (
 // lower --max-depth (resolve.Options.MaxDepth) the stack is cut there and
 // says which limit cut it.
 func TestDumpDeepRecursion(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb not installed")

@@ -54,6 +54,7 @@ type distroWant struct {
 }
 
 func TestDistroLibcBlock(t *testing.T) {
+	t.Parallel()
 	needGDB(t)
 	tg := targets.Start(t, "libcblock-sframe3")
 	compareStopped(t, tg, distroWant{
@@ -78,6 +79,7 @@ func TestDistroLibcBlock(t *testing.T) {
 // linker's .sframe entry for .plt (and .eh_frame for .plt in builds
 // without SFrame). Best effort: skipped if no stop lands in the stub.
 func TestDistroPLTStub(t *testing.T) {
+	t.Parallel()
 	needGDB(t)
 	tg := targets.Start(t, "libcblock-sframe3")
 	threads, err := tg.Threads()
@@ -196,6 +198,7 @@ func stoppedPC(t *testing.T, pid, tid int) uint64 {
 }
 
 func TestDistroCxxInline(t *testing.T) {
+	t.Parallel()
 	needGDB(t)
 	tg := targets.Start(t, "cxxinline-sframe3")
 	res := compareStopped(t, tg, distroWant{
@@ -224,6 +227,7 @@ func TestDistroCxxInline(t *testing.T) {
 }
 
 func TestDistroGo(t *testing.T) {
+	t.Parallel()
 	needGDB(t)
 	tg := targets.Start(t, "goprog")
 	// sysmon preempts the spinning goroutine every 10 ms or so, and its
@@ -272,6 +276,7 @@ func threadRuns(res *Result, name, fn string) bool {
 // SFrame or frame pointers (their .eh_frame and libc's are what unwinds
 // them), from the top of the stack to _start.
 func TestDistroBinaries(t *testing.T) {
+	t.Parallel()
 	needGDB(t)
 	script := filepath.Join(t.TempDir(), "nested.py")
 	if err := os.WriteFile(script, []byte(`import time

@@ -27,6 +27,7 @@ import (
 // (runtime/debug.WriteHeapDump, method gostack), main.dumpHeap, main.main's
 // closure, and runtime.goexit, where the walk is complete.
 func TestDistroGoSystemstack(t *testing.T) {
+	t.Parallel()
 	writeNR, ok := map[string]int{"amd64": 1, "arm64": 64}[runtime.GOARCH]
 	if !ok {
 		t.Skip("Go stack switches are followed on amd64 and arm64 only")
@@ -83,6 +84,7 @@ func TestDistroGoSystemstack(t *testing.T) {
 // traceback of that goroutine (goprog's SIGQUIT dump, taken after the
 // dump: the goroutine stays parked for good).
 func TestDistroGoMcall(t *testing.T) {
+	t.Parallel()
 	futexNR, ok := map[string]int{"amd64": 202, "arm64": 98}[runtime.GOARCH]
 	if !ok {
 		t.Skip("Go stack switches are followed on amd64 and arm64 only")
@@ -182,6 +184,7 @@ func goroutineTrace(t *testing.T, tg *targets.Target, status, fn string) []uint6
 // DWARF has no note. (systemstack needs no DWARF on amd64: its frame
 // pointer chain crosses to the goroutine's stack.)
 func TestGoMcallNoDWARF(t *testing.T) {
+	t.Parallel()
 	futexNR, ok := map[string]int{"amd64": 202, "arm64": 98}[runtime.GOARCH]
 	if !ok {
 		t.Skip("Go stack switches are followed on amd64 and arm64 only")

@@ -91,6 +91,7 @@ func inRanges(pc uint64, rs [][2]uint64) bool {
 // fixture binary (below that is libc, which has neither SFrame nor frame
 // pointers: unwinding through it is the CFI issue's).
 func TestDumpMatchesGDB(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb not installed")
@@ -224,6 +225,7 @@ func checkMethod(t *testing.T, variant string, ts ThreadStack, i int) {
 // TestTargetKeepsRunning: after a dump the target runs normally (its
 // progress counter advances) and is not traced.
 func TestTargetKeepsRunning(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-sframe3")
 	tr := newTracer(t)
@@ -274,6 +276,7 @@ func checkRunning(t *testing.T, tg *targets.Target) {
 // 300-thread process was dumped and is untraced and running: none waits
 // for a detach at the end.
 func TestDumpReleasesEveryThread(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "manythreads-sframe3", "300", "2")
 	res, err := Run(newTracer(t), tg.PID(), Options{})
@@ -301,6 +304,7 @@ func TestDumpReleasesEveryThread(t *testing.T) {
 // its frozen stop (no thaw first): a running target runs on, untraced, and
 // a stopped one stays stopped.
 func TestFreezeDetachesAtTheStops(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-sframe3")
 	tr := newTracer(t)
@@ -323,6 +327,7 @@ func TestFreezeDetachesAtTheStops(t *testing.T) {
 // TestSIGKILLMidDump kills stacktop while it dumps a 1,000-thread target:
 // the kernel detaches the tracees and the target keeps running.
 func TestSIGKILLMidDump(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	bin := buildStacktop(t)
 	tg := targets.Start(t, "manythreads-sframe3", "1000", "2")
@@ -342,6 +347,7 @@ func TestSIGKILLMidDump(t *testing.T) {
 // TestTargetExitsDuringDump: a target that exits while being dumped gives a
 // clean result or a clean error, never a hang, and nothing stays attached.
 func TestTargetExitsDuringDump(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tr := newTracer(t)
 	for i := 0; i < 20; i++ {
@@ -361,6 +367,7 @@ func TestTargetExitsDuringDump(t *testing.T) {
 // TestThreadChurn dumps a target that creates and ends threads at a high
 // rate: threads that exit mid-dump are reported, not fatal.
 func TestThreadChurn(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "exiter-sframe3", "churn")
 	tr := newTracer(t)
@@ -374,6 +381,7 @@ func TestThreadChurn(t *testing.T) {
 
 // TestJSONSchema checks the documented JSON fields on a live dump.
 func TestJSONSchema(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-sframe3")
 	res, err := Run(newTracer(t), tg.PID(), Options{})
@@ -431,6 +439,7 @@ func buildStacktop(t *testing.T) string {
 // TestSelectStopsOnlySelected: with Options.Select only the threads it
 // accepts are sampled (and so stopped); the others are not asked at all.
 func TestSelectStopsOnlySelected(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-sframe3")
 	asked := map[int]int{}

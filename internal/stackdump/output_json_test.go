@@ -89,6 +89,7 @@ func writeJSONEncoding(w io.Writer, r *Result) error {
 // encoding/json printed of the document's types, over every branch and
 // over random dumps, and it parses.
 func TestWriteJSONMatchesEncoding(t *testing.T) {
+	t.Parallel()
 	cases := textCases()
 	frozen := manyThreads(3)
 	frozen.Pauses = Pauses{Min: 1, Median: 2, Max: 3, Frozen: 4}
@@ -137,6 +138,7 @@ func randDuration(rng *rand.Rand) time.Duration {
 // Every string, byte by byte and rune by rune, is escaped as
 // encoding/json escapes it.
 func TestJSONStringEscaping(t *testing.T) {
+	t.Parallel()
 	var inputs []string
 	for c := range 256 {
 		inputs = append(inputs, string([]byte{byte(c)}), "a"+string([]byte{byte(c)})+"z")

@@ -14,6 +14,7 @@ import (
 // A thread that could not be stopped says so, and where it sleeps, instead
 // of claiming a truncated stack; the JSON carries the same text.
 func TestBlockedThreadOutput(t *testing.T) {
+	t.Parallel()
 	blocked := &BlockedError{TID: 12, WaitChannel: "kernel_clone", Err: fmt.Errorf("thread 12: %w", ptrace.ErrThreadBlocked)}
 	if !errors.Is(blocked, ptrace.ErrThreadBlocked) {
 		t.Fatal("BlockedError does not wrap ptrace.ErrThreadBlocked")

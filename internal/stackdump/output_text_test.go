@@ -110,6 +110,7 @@ func textCases() []*Result {
 // TestWriteTextMatchesFmt: the text dump is byte for byte what the fmt
 // writer printed, over every branch and over random frames.
 func TestWriteTextMatchesFmt(t *testing.T) {
+	t.Parallel()
 	cases := textCases()
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 20 {
@@ -130,6 +131,7 @@ func TestWriteTextMatchesFmt(t *testing.T) {
 
 // A failing writer's error is returned, and nothing is written after it.
 func TestWriteTextError(t *testing.T) {
+	t.Parallel()
 	fw := &failingWriter{failAt: 2}
 	err := WriteText(fw, manyThreads(1000))
 	if !errors.Is(err, errWrite) || fw.calls != 2 {

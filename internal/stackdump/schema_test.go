@@ -164,6 +164,7 @@ func validateDump(t *testing.T, schema map[string]any, doc []byte) []string {
 // output's fields, object by object, and those the output always writes
 // are required.
 func TestJSONSchemaCoversOutput(t *testing.T) {
+	t.Parallel()
 	schema := loadDumpSchema(t)
 	v := &schemaValidator{root: schema}
 	var check func(ty reflect.Type, s map[string]any, where string)
@@ -215,6 +216,7 @@ func TestJSONSchemaCoversOutput(t *testing.T) {
 // SFrame frames, a Go program, a frozen process) validate against the
 // schema, and a document the schema must refuse is refused.
 func TestJSONSchemaValidatesDumps(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	schema := loadDumpSchema(t)
 	for _, tc := range []struct {

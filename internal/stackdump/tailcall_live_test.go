@@ -50,6 +50,7 @@ func buildTailcall(t *testing.T, variant string) string {
 // tail-call frames included: stacktop rebuilds them from the same DWARF
 // call-site records, with method "tailcall". --no-lines turns them off.
 func TestTailCallFramesMatchGDB(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	if _, err := exec.LookPath("gdb"); err != nil {
 		t.Skip("gdb not installed")

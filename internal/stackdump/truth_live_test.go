@@ -18,6 +18,7 @@ import (
 // ps does without stacktop), not t, the tracing stop it is in while
 // traced; and it stays stopped.
 func TestStoppedProcessShowsT(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-fp")
 	tg.Stop()
@@ -46,6 +47,7 @@ func needGDBOnly(t *testing.T) {
 // pause(): gdb's frames through "<signal handler called>" and back on the
 // thread's own stack down to clone3, every stack complete.
 func TestDumpSigaltstack(t *testing.T) {
+	t.Parallel()
 	needGDBOnly(t)
 	for _, name := range []string{"sigalt-fp", "sigalt-cfi"} {
 		t.Run(name, func(t *testing.T) {
@@ -78,6 +80,7 @@ func TestDumpSigaltstack(t *testing.T) {
 // know more; the stack must say truncated, not complete (gdb itself goes
 // on into garbage there).
 func TestDumpNoCFINoFP(t *testing.T) {
+	t.Parallel()
 	needGDBOnly(t)
 	tg := targets.Start(t, "nocfi")
 	// The target says it is ready right after pthread_create: wait until
@@ -116,6 +119,7 @@ func TestDumpNoCFINoFP(t *testing.T) {
 // TestRefuse32Bit: a 32-bit program is refused at attach with a clear
 // error (dump exits 2), not walked as if it were 64-bit.
 func TestRefuse32Bit(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	targets.SkipUnlessRunnable(t, "i386")
 	tg := targets.Start(t, "i386")

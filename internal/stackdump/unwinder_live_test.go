@@ -15,6 +15,7 @@ import (
 // the default needed another method (libc's CFI), saying which unwinders
 // were allowed. The result names the allowed unwinders.
 func TestUnwinderSFrameOnly(t *testing.T) {
+	t.Parallel()
 	needPtrace(t)
 	tg := targets.Start(t, "chains-sframe3")
 	tg.Stop()
