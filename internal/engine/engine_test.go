@@ -305,7 +305,10 @@ func TestEngineStackMissed(t *testing.T) {
 	needRoot(t)
 	tg := targets.Start(t, "chains-sframe3")
 	big := byName(t, tg, "bigframe")[0]
-	_, st := runEngine(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99, Idle: true, TIDs: []int{big}, Duration: time.Second}, time.Minute)
+	// 20 stops: a second at 99 Hz, longer where a loaded machine leaves
+	// the thread asleep at some ticks.
+	_, st := runEngineUntil(t, openTarget(t, tg.PID()), EngineOptions{Rate: 99, Idle: true, TIDs: []int{big}}, time.Second, 30*time.Second,
+		func(e *Engine) bool { return e.Stats().Stops >= 20 })
 	if st.Stops < 20 {
 		t.Fatalf("%d samples that stopped the thread, want at least 20", st.Stops)
 	}
