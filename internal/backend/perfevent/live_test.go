@@ -8,6 +8,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -364,7 +365,13 @@ func TestExit(t *testing.T) {
 func TestLostCounted(t *testing.T) {
 	tg := targets.Start(t, "split-fp")
 	s := openOrSkip(t, tg.PID(), Options{Rate: 999, RingBytes: 64 << 10})
-	time.Sleep(300 * time.Millisecond)
+	// Undrained, the ring overflows once the thread has run for some
+	// 30 ms (a few dozen samples of an 8 KiB window): wait for 100 ms of
+	// its CPU time, however long a loaded machine takes to give it.
+	cpu0 := threadRunNS(t, tg.PID())
+	for deadline := time.Now().Add(10 * time.Second); threadRunNS(t, tg.PID())-cpu0 < uint64(100*time.Millisecond) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	samples, round, err := collect(t, s, 300*time.Millisecond, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -376,6 +383,20 @@ func TestLostCounted(t *testing.T) {
 	if len(samples) == 0 {
 		t.Error("no samples after the overflow")
 	}
+}
+
+// threadRunNS is the CPU time of thread tid (its schedstat run time).
+func threadRunNS(t *testing.T, tid int) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", tid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := procmaps.ParseSchedstat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.RunNS
 }
 
 func TestIdleRefused(t *testing.T) {
