@@ -609,6 +609,13 @@ var glibcAliases = map[string]string{
 	"__new_sem_wait": "sem_wait",
 }
 
+// lfsAliases are the glibc functions whose NAME64 is NAME on 64-bit.
+var lfsAliases = map[string]bool{
+	"open": true, "openat": true, "creat": true, "lseek": true, "pread": true, "pwrite": true,
+	"preadv": true, "pwritev": true, "fopen": true, "fstat": true, "stat": true, "lstat": true,
+	"fstatat": true, "ftruncate": true, "truncate": true, "mmap": true, "sendfile": true,
+}
+
 func canonicalName(s string) string {
 	if i := strings.IndexByte(s, '@'); i > 0 {
 		s = s[:i]
@@ -634,6 +641,11 @@ func canonicalName(s string) string {
 	s = strings.TrimPrefix(s, "libc_")
 	if rest, ok := strings.CutPrefix(s, "IO_new_"); ok { // libio's versioned aliases
 		s = "IO_" + rest
+	}
+	// On 64-bit glibc the large-file functions are the plain ones: one
+	// address, two names (gdb takes __libc_open64, the ELF symbol open).
+	if base, ok := strings.CutSuffix(s, "64"); ok && lfsAliases[base] {
+		s = base
 	}
 	s = strings.TrimSuffix(s, " const")
 	// Drop a trailing parameter list "(...)" unless it is the name of
