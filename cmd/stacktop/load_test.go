@@ -48,6 +48,7 @@ func recordSummary(t *testing.T, pid int, d string) (samples, truncated int, met
 // stack, as on the quiet machine, and its frames come from the same
 // unwinders (SFrame, CFI and frame 0's registers) in like shares.
 func TestRecordUnderLoad(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	tg := targets.Start(t, "split-sframe3")
 	_, quietTrunc, quiet := recordSummary(t, tg.PID(), "2s")

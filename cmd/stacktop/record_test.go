@@ -376,6 +376,7 @@ func TestRecordCommand(t *testing.T) {
 // writes the profile and exits 0; the command is not left running. A
 // command that ignores SIGTERM and spins, and one that sleeps.
 func TestRecordDurationEndsCommand(t *testing.T) {
+	t.Parallel()
 	needRoot(t)
 	dir := t.TempDir()
 	for _, c := range []struct {
