@@ -44,11 +44,13 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 // screenLog collects what a program writes to a pty, as a terminal would
 // (without answering any query).
 type screenLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	drained chan struct{} // closed when drain ends: the pty hung up
 }
 
 func (l *screenLog) drain(m *os.File) {
+	defer close(l.drained)
 	b := make([]byte, 4096)
 	for {
 		n, err := m.Read(b)
@@ -59,6 +61,17 @@ func (l *screenLog) drain(m *os.File) {
 			return
 		}
 	}
+}
+
+// final is the whole output, once the program exited and its pty was
+// drained (or after timeout): what it wrote last may still be in the pty
+// when Wait returns.
+func (l *screenLog) final(timeout time.Duration) string {
+	select {
+	case <-l.drained:
+	case <-time.After(timeout):
+	}
+	return l.String()
 }
 
 func (l *screenLog) String() string {
@@ -89,7 +102,7 @@ func startTopPTYWith(t *testing.T, bin string, env []string, pid int, rate strin
 		t.Fatal(err)
 	}
 	slave.Close()
-	screen = &screenLog{}
+	screen = &screenLog{drained: make(chan struct{})}
 	go screen.drain(master)
 	done = make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -219,7 +232,7 @@ func TestTopEnginePanic(t *testing.T) {
 		cmd.Process.Kill()
 		t.Fatal("stacktop still running 30 s after its engine panicked")
 	}
-	s := screen.String()
+	s := screen.final(5 * time.Second)
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != exitTopSampler {
 		t.Errorf("exit %v, want %d; screen ends:\n%q", err, exitTopSampler, s[max(0, len(s)-400):])
