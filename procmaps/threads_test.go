@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -145,7 +146,8 @@ func FuzzParseSchedstat(f *testing.F) {
 }
 
 // lockedThread runs fn on a goroutine locked to its own OS thread and
-// returns the thread's TID; closing the returned channel ends it.
+// returns the thread's TID; the test's end closes fn's channel, which
+// ends it, and waits for the thread to be gone (lockedThreadsGone).
 func lockedThread(t *testing.T, fn func(stop <-chan struct{})) int {
 	t.Helper()
 	tidc := make(chan int)
@@ -156,26 +158,73 @@ func lockedThread(t *testing.T, fn func(stop <-chan struct{})) int {
 		fn(stop)
 	}()
 	tid := <-tidc
+	exiting := lockedThreadsOf(t)
 	t.Cleanup(func() {
 		close(stop)
-		// Wait for the thread to be gone: a test after this one lists the
-		// process's threads, and the kernel's listing of a task directory
-		// skips live threads while others exit (it resumes by position
-		// when the last thread it returned is gone).
 		// The main thread (the runtime's m0, tid == pid) never exits: the
 		// runtime parks it instead.
-		if tid == os.Getpid() {
-			return
+		if tid != os.Getpid() {
+			exiting.add(tid)
 		}
-		task := fmt.Sprintf("/proc/self/task/%d", tid)
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); runtime.Gosched() {
-			if _, err := os.Stat(task); err != nil {
-				return
-			}
-		}
-		t.Errorf("thread %d still there 5 s after its goroutine ended", tid)
 	})
 	return tid
+}
+
+// lockedThreadsGone waits, at a test's very end, for the threads its
+// lockedThread calls ended to be gone: a test after it lists the
+// process's threads, and the kernel's listing of a task directory skips
+// live threads while others exit (it resumes by position when the last
+// thread it returned is gone). One wait for all: thousands of threads end
+// side by side.
+type lockedThreadsGone struct {
+	mu   sync.Mutex
+	tids []int
+}
+
+var (
+	lockedThreadsMu sync.Mutex
+	lockedThreads   = map[*testing.T]*lockedThreadsGone{}
+)
+
+func lockedThreadsOf(t *testing.T) *lockedThreadsGone {
+	lockedThreadsMu.Lock()
+	defer lockedThreadsMu.Unlock()
+	g := lockedThreads[t]
+	if g == nil {
+		g = &lockedThreadsGone{}
+		lockedThreads[t] = g
+		// Registered before any thread's close: it runs after them all.
+		t.Cleanup(func() {
+			lockedThreadsMu.Lock()
+			delete(lockedThreads, t)
+			lockedThreadsMu.Unlock()
+			g.wait(t)
+		})
+	}
+	return g
+}
+
+func (g *lockedThreadsGone) add(tid int) {
+	g.mu.Lock()
+	g.tids = append(g.tids, tid)
+	g.mu.Unlock()
+}
+
+func (g *lockedThreadsGone) wait(t *testing.T) {
+	deadline := time.Now().Add(10 * time.Second)
+	for _, tid := range g.tids {
+		task := fmt.Sprintf("/proc/self/task/%d", tid)
+		for {
+			if _, err := os.Stat(task); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("thread %d still there 10 s after its goroutine ended", tid)
+				return
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
 }
 
 func TestThreadsSelf(t *testing.T) {
