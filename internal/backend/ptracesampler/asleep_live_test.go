@@ -4,8 +4,10 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"codeberg.org/stacktop/stacktop/internal/testsupport/targets"
+	"codeberg.org/stacktop/stacktop/procmaps"
 	"codeberg.org/stacktop/stacktop/ptrace"
 )
 
@@ -38,6 +40,12 @@ func TestStopTellsAsleep(t *testing.T) {
 		// Several stops each: a looping thread must never look asleep,
 		// a blocked one always.
 		for range 5 {
+			if asleep {
+				// Back in its wait first: resumed from the last stop, a
+				// thread restarts the call only when it next gets a CPU,
+				// which on a loaded machine can be after the next stop.
+				waitSleeping(t, tg.PID(), tid)
+			}
 			s, err := p.Sample(tid, 256, 0)
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
@@ -48,4 +56,16 @@ func TestStopTellsAsleep(t *testing.T) {
 			}
 		}
 	}
+}
+
+// waitSleeping waits up to 5 s for thread tid to be in an interruptible
+// sleep (S in its /proc stat).
+func waitSleeping(t *testing.T, pid, tid int) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if st, err := procmaps.ReadThreadState(pid, tid); err == nil && st == 'S' {
+			return
+		}
+	}
+	t.Fatalf("thread %d not back in its wait after 5 s", tid)
 }
