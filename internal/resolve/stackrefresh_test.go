@@ -23,19 +23,7 @@ func stackRefreshPC() int { return 1 }
 // (s.StackUse, from which the ptrace back end learns the thread's copy).
 // The "thread" is this process with a frame record on a fresh mapping.
 func TestWalkLearnsNewStackMapping(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the frame record below is x86-64's")
-	}
-	pid := os.Getpid()
-	cache := modules.NewModuleCache()
-	defer cache.Close()
-	mem := ptrace.NewMemory(pid)
-	defer mem.Close()
-	r, err := New(pid, mem, cache, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, pid := selfResolver(t)
 
 	stack, err := syscall.Mmap(-1, 0, 1<<16, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
 	if err != nil {
@@ -64,19 +52,7 @@ func TestWalkLearnsNewStackMapping(t *testing.T) {
 // walks on, instead of ending the stack there. The caller here is an
 // executable page mapped after New.
 func TestWalkLearnsNewCode(t *testing.T) {
-	if runtime.GOARCH != "amd64" {
-		t.Skip("the frame record below is x86-64's")
-	}
-	pid := os.Getpid()
-	cache := modules.NewModuleCache()
-	defer cache.Close()
-	mem := ptrace.NewMemory(pid)
-	defer mem.Close()
-	r, err := New(pid, mem, cache, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	r, pid := selfResolver(t)
 
 	code, err := syscall.Mmap(-1, 0, 1<<12, syscall.PROT_READ|syscall.PROT_EXEC, syscall.MAP_PRIVATE|syscall.MAP_ANONYMOUS)
 	if err != nil {
@@ -99,4 +75,24 @@ func TestWalkLearnsNewCode(t *testing.T) {
 	if len(st.Frames) < 2 || st.Frames[1].PC != ret {
 		t.Errorf("walk %+v (err %v): want the caller at %#x, in code mapped after New", st.Frames, st.Err, ret)
 	}
+}
+
+// selfResolver is a Resolver of this test process, made now: what is
+// mapped later is new to it. The tests' frame records are x86-64's.
+func selfResolver(t *testing.T) (*Resolver, int) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" {
+		t.Skip("the frame record below is x86-64's")
+	}
+	pid := os.Getpid()
+	cache := modules.NewModuleCache()
+	t.Cleanup(func() { cache.Close() })
+	mem := ptrace.NewMemory(pid)
+	t.Cleanup(func() { mem.Close() })
+	r, err := New(pid, mem, cache, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, pid
 }
